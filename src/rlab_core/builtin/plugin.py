@@ -1,0 +1,63 @@
+"""Registers the core's built-in strategies, sandbox and modes."""
+
+from __future__ import annotations
+
+from rlab_core.hookspecs import ModeInfo, SandboxInfo, StrategyInfo, hookimpl
+
+
+def _best_first():
+    from rlab_core.builtin.strategies import BestFirst
+
+    return BestFirst
+
+
+def _tree():
+    from rlab_core.builtin.strategies import TreeSearch
+
+    return TreeSearch
+
+
+def _local():
+    from rlab_core.builtin.local_sandbox import LocalSandbox
+
+    return LocalSandbox
+
+
+@hookimpl
+def rlab_register_strategies():
+    from rlab_core.builtin.strategies import BestFirstConfig, TreeConfig
+
+    return [
+        StrategyInfo("best-first", "Expand the best validated node; one hypothesis per step.", _best_first, BestFirstConfig),
+        StrategyInfo("tree", "Draft from the seeds, debug, improve the best, explore a little.", _tree, TreeConfig),
+    ]
+
+
+@hookimpl
+def rlab_register_sandboxes():
+    from rlab_core.builtin.local_sandbox import LocalSandboxConfig
+
+    return [
+        SandboxInfo(
+            "local",
+            "Local process group; bubblewrap jail (no network, hidden paths) when available.",
+            _local,
+            LocalSandboxConfig,
+        )
+    ]
+
+
+@hookimpl
+def rlab_register_modes():
+    return [
+        ModeInfo(
+            "MINIMAL",
+            "Smallest useful run: 3 iterations, stop on the first stall.",
+            {"iterations": 3, "window": 1, "min_iterations": 1, "debug_tries": 1},
+        ),
+        ModeInfo(
+            "THOROUGH",
+            "Long search with the tree strategy and patient convergence.",
+            {"iterations": 40, "strategy": "tree", "window": 5, "min_iterations": 10, "debug_tries": 2},
+        ),
+    ]

@@ -1,0 +1,1 @@
+"""The ``rlab`` command line: one module per command group."""

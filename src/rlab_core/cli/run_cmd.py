@@ -1,0 +1,91 @@
+"""``rlab run`` and ``rlab resume``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from rlab_core.cli.common import console, make_host, user_errors
+from rlab_core.config import build_run_config, parse_overrides
+from rlab_core.report.terminal import ProgressPrinter
+from rlab_core.run_folder import RunFolder
+from rlab_core.runner import RunOutcome, resume_run, start_run
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)
+    app.command("resume")(resume)
+
+
+def _summary(outcome: RunOutcome) -> None:
+    best = outcome.best
+    console.print(f"[bold]run folder:[/] {outcome.run.root}")
+    if best is None or best.score is None:
+        console.print("[red]no node was evaluated[/]")
+        return
+    seeds = [s for s in outcome.seeds if s.score is not None]
+    line = f"[bold]best:[/] {best.id}  {best.score.primary_metric} = {best.score.primary:.5f}"
+    if seeds:
+        seed = seeds[0].score
+        gain = best.score.primary - seed.primary  # type: ignore[union-attr]
+        line += f"  (seed {seed.primary:.5f}, {'+' if gain >= 0 else ''}{gain:.5f})"  # type: ignore[union-attr]
+    console.print(line)
+    console.print(f"isolation: [bold]{outcome.isolation}[/]   next: `rlab show {outcome.run.root}`, `rlab final {outcome.run.root}`")
+
+
+@user_errors
+def run(
+    task: str = typer.Argument(None, help="BENCHMARK:TASK; default: the installed default task.", envvar="RLAB_TASK"),
+    agent: str = typer.Option(None, "--agent", "-d", help="Agent name.", envvar="RLAB_AGENT"),
+    strategy: str = typer.Option(None, "--strategy", help="Search strategy.", envvar="RLAB_STRATEGY"),
+    sandbox: str = typer.Option(None, "--sandbox", help="Sandbox.", envvar="RLAB_SANDBOX"),
+    iterations: int = typer.Option(None, "--iterations", "-i", help="Agent iterations (repairs included).", envvar="RLAB_ITERATIONS"),
+    time_budget: float = typer.Option(None, "--time-budget", help="Wall-clock budget in seconds.", envvar="RLAB_TIME_BUDGET"),
+    max_tokens: int = typer.Option(None, "--max-tokens", help="Token budget.", envvar="RLAB_MAX_TOKENS"),
+    max_cost: float = typer.Option(None, "--max-cost", help="Cost budget in USD.", envvar="RLAB_MAX_COST"),
+    mode: str = typer.Option(None, "--mode", "-m", help="Named preset (see `rlab list modes`).", envvar="RLAB_MODE"),
+    config_file: Path = typer.Option(None, "--config", help="YAML config file.", envvar="RLAB_CONFIG"),
+    target_val: float = typer.Option(None, "--target-val", help="Stop once validation reaches this."),
+    seed: int = typer.Option(None, "--seed", help="Random seed.", envvar="RLAB_SEED"),
+    seed_candidate: Path = typer.Option(None, "--seed-candidate", help="Start from your own program folder."),
+    workers: int = typer.Option(None, "--workers", help="Candidates at once (accepted; parallel runs come later)."),
+    out: Path = typer.Option(None, "--out", help="Folder for run folders (default ./runs).", envvar="RLAB_OUT"),
+    rebuild_cache: bool = typer.Option(None, "--rebuild-cache", help="Rebuild the task's prepared data."),
+    option: list[str] = typer.Option(None, "--option", "-o", help="Plugin option, e.g. -o agent.temperature=0.2."),
+) -> None:
+    """Run the research loop on a task."""
+    cli = {
+        "task": task,
+        "agent": agent,
+        "strategy": strategy,
+        "sandbox": sandbox,
+        "iterations": iterations,
+        "time_budget_s": time_budget,
+        "max_tokens": max_tokens,
+        "max_cost": max_cost,
+        "target_val": target_val,
+        "seed": seed,
+        "seed_candidate": seed_candidate,
+        "workers": workers,
+        "out": out,
+        "rebuild_cache": rebuild_cache,
+        **parse_overrides(option or []),
+    }
+    host = make_host()
+    config = build_run_config(host, cli={k: v for k, v in cli.items() if v is not None}, config_file=config_file, mode=mode)
+    if config.workers > 1:
+        console.print("[yellow]--workers > 1 is accepted but candidates still run one at a time.[/]")
+    outcome = start_run(host, config, on_event=ProgressPrinter(console))
+    _summary(outcome)
+
+
+@user_errors
+def resume(
+    run_path: str = typer.Argument(..., help="Run folder (or its id under ./runs, or 'latest')."),
+    iterations: int = typer.Option(None, "--iterations", "-i", help="Raise the iteration budget."),
+) -> None:
+    """Continue a stopped or killed run from its journal."""
+    run_folder = RunFolder.open(run_path)
+    outcome = resume_run(make_host(), run_folder, iterations=iterations, on_event=ProgressPrinter(console))
+    _summary(outcome)

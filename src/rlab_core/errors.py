@@ -1,0 +1,69 @@
+"""Exceptions with a contract: user errors become one sentence and exit code 2.
+
+Anything a user can cause (bad config, unknown name, missing data, malformed predictions)
+raises a subclass of :class:`RlabUserError`. The CLI prints ``str(error)`` and exits 2
+with no traceback. Every other exception is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class RlabUserError(Exception):
+    """A problem the user can fix; the message names the problem and the way out."""
+
+    exit_code = 2
+
+
+class ConfigError(RlabUserError):
+    """A configuration value, file or mode is invalid."""
+
+
+class UnknownNameError(RlabUserError):
+    """A task, benchmark, agent, strategy, sandbox or mode name is not registered."""
+
+
+class PluginError(RlabUserError):
+    """A plugin failed to load (strict mode) or two plugins claim one name."""
+
+
+class DataUnavailableError(RlabUserError):
+    """A benchmark's data is missing and cannot be fetched here; says what to get and where."""
+
+
+class RunFolderError(RlabUserError):
+    """The run folder cannot be created, written or read back."""
+
+
+class EditError(RlabUserError):
+    """An edit could not be applied: missing or ambiguous anchor, or a file outside the boundary.
+
+    Inside the loop this is a candidate fault (the node fails and is kept); it is a user
+    error only when a person hands rlab the edit.
+    """
+
+
+class GuardRefusal(RlabUserError):
+    """A child candidate introduced tokens its parent did not have and the task forbids."""
+
+
+class ContractError(RlabUserError):
+    """A candidate's outputs break the benchmark's prediction contract."""
+
+
+class AgentError(Exception):
+    """An agent could not produce a proposal (backend unreachable, reply unusable after retries).
+
+    The loop records the failure on the node and goes on.
+    """
+
+
+class AgentAuthError(RlabUserError):
+    """An agent's credentials were refused; the run cannot continue without new ones."""
+
+
+class SandboxUnavailableError(RlabUserError):
+    """A sandbox cannot start here (daemon down, image missing, permission denied)."""
+
+
+class NothingToPropose(AgentError):
+    """The agent has no untried change for this parent; the strategy should look elsewhere."""

@@ -1,0 +1,79 @@
+"""``rlab final``: score the test split once for the node validation chose, and audit it."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from rlab_core.config import RunConfig
+from rlab_core.edits import read_source
+from rlab_core.errors import ContractError, RlabUserError
+from rlab_core.guard import audit_source, core_audit_patterns
+from rlab_core.journal import Journal, replay
+from rlab_core.plugins import PluginHost
+from rlab_core.run_folder import RunFolder
+from rlab_core.runner import prepare_task
+
+
+def finalize(host: PluginHost, run: RunFolder, *, force: bool = False) -> dict[str, Any]:
+    """Write ``final_report.json`` for the validation-chosen node; refuse a second time unless forced."""
+    state = replay(run.journal_path)
+    if state.finals and not force:
+        first = state.finals[0]
+        raise RlabUserError(
+            f"The test split of this run was already scored (node {first.get('node_id')}, "
+            f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(first['t']))}); it is scored once — "
+            "pass --force to score again (the journal records it)."
+        )
+    best = state.tree.best()
+    if best is None or best.score is None:
+        raise RlabUserError("This run has no evaluated node, so there is nothing to score; run or resume it first.")
+    info = run.read_run_json()
+    config = RunConfig.model_validate(info["config"])
+    task = prepare_task(host, config, info["task"])
+
+    private = run.private_node_dir(best.id)
+    test_outputs = private if private.is_dir() else run.node_dir(best.id) / "outputs"
+    test_metrics: dict[str, float] | None = None
+    test_primary: float | None = None
+    test_error: str | None = None
+    try:
+        test_score = task.score(test_outputs, "test")
+        test_metrics, test_primary = test_score.metrics, test_score.primary
+    except ContractError as exc:
+        test_error = str(exc)
+
+    hidden = [*task.hidden_paths(), run.private_dir, run.root]
+    patterns = [*core_audit_patterns(hidden), *task.audit_patterns()]
+    findings = audit_source(read_source(run.node_src(best.id)), patterns)
+
+    report = {
+        "run": run.run_id,
+        "task": info["task"],
+        "primary_metric": best.score.primary_metric,
+        "higher_is_better": best.score.higher_is_better,
+        "selected_by": "validation",
+        "node": best.id,
+        "hypothesis": best.hypothesis,
+        "val_metrics": best.score.metrics,
+        "val_primary": best.score.primary,
+        "test_metrics": test_metrics,
+        "test_primary": test_primary,
+        "test_error": test_error,
+        "audit": {"clean": not findings, "findings": [f.as_dict() for f in findings]},
+        "code_path": str(run.node_src(best.id)),
+        "predictions": str(test_outputs),
+        "isolation": info.get("isolation", {}).get("level"),
+        "forced": bool(state.finals),
+        "scored_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    Path(run.final_report).write_text(json.dumps(report, indent=2))
+    journal = Journal(run.journal_path)
+    try:
+        # no test number enters the journal: agents and strategies read the journal's tree
+        journal.append("final", node_id=best.id, forced=bool(state.finals), report=run.final_report.name)
+    finally:
+        journal.close()
+    return report

@@ -1,0 +1,365 @@
+"""The runtime contracts of the four extension points.
+
+Each kind is an abstract base class; its docstrings are the reference, including the
+exceptions a method may raise. Implementations are constructed with their own validated
+``Config`` model instance (see :mod:`rlab_core.hookspecs`).
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from rlab_core.models import Edit, Execution, NodeKind, Proposal, Record, Score
+
+if TYPE_CHECKING:
+    from rlab_core.tree import Tree
+
+Split = Literal["val", "test"]
+
+
+# --------------------------------------------------------------------------- benchmarks
+
+
+class TaskListing(Record):
+    """One line of ``rlab list tasks BENCHMARK``."""
+
+    name: str = Field(description="Full name, BENCHMARK:TASK.")
+    summary: str
+    available: bool = Field(description="True when it can be prepared offline right now.")
+    note: str = ""
+
+
+class CandidateLimits(Record):
+    """Resource limits for one candidate run."""
+
+    timeout_s: float = Field(default=600.0, gt=0, description="Wall-clock limit, seconds.")
+    memory_mb: int = Field(default=8192, gt=0, description="Peak resident memory, MiB.")
+    max_output_mb: float = Field(default=20.0, gt=0, description="Largest log, MiB.")
+    smoke_timeout_s: float = Field(default=120.0, gt=0, description="Limit for --debug runs.")
+
+
+class SeedCandidate(Record):
+    """A runnable starting program shipped by a task."""
+
+    name: str
+    path: Path
+    description: str = ""
+
+
+class PlaybookMove(Record):
+    """A prepared, real change a task offers to the offline playbook agent."""
+
+    id: str
+    hypothesis: str
+    edits: list[Edit]
+    family: str = "general"
+    rank: int = Field(default=100, description="Prior rank: lower is tried first.")
+    fix: list[Edit] | None = Field(default=None, description="Edits that repair this move.")
+    requires: list[str] = Field(default_factory=list, description="Moves that must be in lineage.")
+
+
+class AuditPattern(Record):
+    """A regular expression that the final audit flags in the chosen node's code."""
+
+    pattern: str
+    reason: str
+
+
+class Benchmark(ABC):
+    """A family of tasks.
+
+    Construction must be cheap and import nothing heavy; do heavy imports in ``prepare``.
+    """
+
+    def __init__(self, config: BaseModel) -> None:
+        self.config = config
+
+    @abstractmethod
+    def list_tasks(self) -> list[TaskListing]:
+        """Return every task this benchmark knows, with whether it is available offline."""
+
+    @abstractmethod
+    def prepare(self, task: str, cache_root: Path, *, rebuild_cache: bool = False) -> PreparedTask:
+        """Make ``task`` (the part after ``BENCHMARK:``) ready on disk and return it.
+
+        ``cache_root`` is a per-benchmark folder under the user's rlab cache. Raises
+        :class:`~rlab_core.errors.UnknownNameError` for a task that does not exist (the
+        message lists what does) and :class:`~rlab_core.errors.DataUnavailableError` when
+        data is missing and cannot be fetched (the message says what to get and where).
+        """
+
+
+class PreparedTask(ABC):
+    """One task made ready for a run: sanitized data, private labels, metric, seeds.
+
+    The candidate sees only :attr:`data_dir` (read-only). Everything listed by
+    :meth:`hidden_paths` is made invisible by sandboxes that can do so, and flagged by the
+    audit if a candidate's code names it.
+    """
+
+    #: Full task name, ``BENCHMARK:TASK``.
+    name: str
+    #: Sanitized, read-only data the candidate reads through ``RLAB_DATA_DIR``.
+    data_dir: Path
+    #: Name of the primary metric, and its direction.
+    primary_metric: str
+    higher_is_better: bool = True
+    #: Glob patterns of files a candidate may change or create.
+    editable_files: Sequence[str] = ("*.py",)
+    #: Glob patterns of output files that hold test-side predictions; they are moved to the
+    #: run's private folder right after the candidate exits and never reach an agent.
+    private_outputs: Sequence[str] = ()
+    #: Run ``python main.py --debug`` first and fail fast when it fails.
+    smoke_run: bool = False
+    #: Extra tokens a child may not introduce unless its parent had them.
+    forbidden_tokens: Sequence[str] = ()
+    limits: CandidateLimits = CandidateLimits()
+
+    @abstractmethod
+    def context(self) -> str:
+        """The problem as an agent should read it (markdown): data, metric, rules."""
+
+    @abstractmethod
+    def seed_candidates(self) -> list[SeedCandidate]:
+        """Runnable starting programs, best first. At least one."""
+
+    @abstractmethod
+    def score(self, output_dir: Path, split: Split) -> Score:
+        """Score the prediction files in ``output_dir`` with the official metric.
+
+        ``split="val"`` is called by the loop for every node; ``split="test"`` only by
+        ``rlab final`` for the node validation chose, with the node's private output folder.
+        Raises :class:`~rlab_core.errors.ContractError` (one sentence per problem) when the
+        predictions break the contract.
+        """
+
+    def validate_outputs(self, output_dir: Path, split: Split = "val") -> list[str]:
+        """Return the contract problems of the outputs (empty when they are fine)."""
+        return []
+
+    def playbook(self) -> list[PlaybookMove]:
+        """Prepared moves for the offline playbook agent (none by default)."""
+        return []
+
+    def hidden_paths(self) -> list[Path]:
+        """Paths a candidate must never see: raw sources, private labels, caches."""
+        return []
+
+    def audit_patterns(self) -> list[AuditPattern]:
+        """Task-specific patterns for the final audit, on top of the core's."""
+        return []
+
+    def write_submission(self, output_dir: Path, private_dir: Path, dest: Path) -> Path | None:
+        """Write the benchmark's submission file for the winner into ``dest``; return it."""
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        """Facts recorded in ``run.json`` (sizes, versions, cutoffs)."""
+        return {}
+
+
+# --------------------------------------------------------------------------- agents
+
+
+class NodeSummary(Record):
+    """What an agent may know of one node: never a test-side number."""
+
+    id: str
+    parent_id: str | None
+    kind: NodeKind
+    status: str
+    hypothesis: str
+    move_id: str | None = None
+    diff: str = ""
+    primary: float | None = None
+    metrics: dict[str, float] = Field(default_factory=dict)
+    improved_on_parent: bool = False
+    failure: str | None = None
+    repair_of: str | None = None
+
+
+class BudgetProgress(Record):
+    """How much of each budget a run has used."""
+
+    iterations_used: int = 0
+    iterations_max: int | None = None
+    elapsed_s: float = 0.0
+    time_budget_s: float | None = None
+    tokens_used: int = 0
+    max_tokens: int | None = None
+    cost_used: float = 0.0
+    max_cost: float | None = None
+
+    @property
+    def fraction(self) -> float:
+        """The largest used share of any bounded budget, in [0, 1]."""
+        shares = [0.0]
+        if self.iterations_max:
+            shares.append(self.iterations_used / self.iterations_max)
+        if self.time_budget_s:
+            shares.append(self.elapsed_s / self.time_budget_s)
+        if self.max_tokens:
+            shares.append(self.tokens_used / self.max_tokens)
+        if self.max_cost:
+            shares.append(self.cost_used / self.max_cost)
+        return min(1.0, max(shares))
+
+    @property
+    def phase(self) -> str:
+        """``explore`` early, ``improve`` in the middle, ``finalize`` near the end."""
+        f = self.fraction
+        return "explore" if f < 1 / 3 else "improve" if f < 0.75 else "finalize"
+
+
+class AgentContext(Record):
+    """Everything an agent sees when asked for one hypothesis."""
+
+    task: str
+    problem: str
+    primary_metric: str
+    higher_is_better: bool
+    parent: NodeSummary
+    parent_source: dict[str, str]
+    tree: list[NodeSummary] = Field(description="Every node so far, oldest first.")
+    progress: BudgetProgress
+    editable_files: list[str]
+    playbook: list[PlaybookMove] = Field(default_factory=list)
+    seed: int = 0
+    step: Literal["draft", "improve"] = "improve"
+
+
+class RepairContext(AgentContext):
+    """An :class:`AgentContext` for repairing ``failed`` (the parent is the failed node)."""
+
+    original_hypothesis: str
+    error: str
+    log_tail: str = ""
+    attempt: int = 1
+
+
+class Agent(ABC):
+    """Proposes one hypothesis and its edits for a parent, and repairs failed nodes."""
+
+    def __init__(self, config: BaseModel) -> None:
+        self.config = config
+
+    @abstractmethod
+    def propose(self, context: AgentContext) -> Proposal:
+        """Return one hypothesis and the edits that carry it out.
+
+        Raises :class:`~rlab_core.errors.AgentError` when no usable proposal could be made
+        (the node fails and the run goes on), or :class:`~rlab_core.errors.AgentAuthError`
+        when credentials are refused (the run stops with that message).
+        """
+
+    def repair(self, context: RepairContext) -> Proposal | None:
+        """Return a fix for the failed node, or ``None`` when this agent cannot repair."""
+        return None
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release clients and servers."""
+
+
+# --------------------------------------------------------------------------- strategies
+
+
+@dataclass(frozen=True)
+class Step:
+    """One unit of work a strategy hands out: expand ``parent_id`` as ``kind``."""
+
+    parent_id: str
+    kind: Literal["draft", "improve"] = "improve"
+
+
+@dataclass(frozen=True)
+class StopRules:
+    """Run-level stop rules every strategy honours."""
+
+    epsilon: float = 0.002
+    window: int = 3
+    min_iterations: int = 3
+    target_val: float | None = None
+
+
+@dataclass
+class StrategyState:
+    """What a strategy is told each time it is asked."""
+
+    tree: Tree
+    progress: BudgetProgress
+    rules: StopRules
+    rng: random.Random
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Strategy(ABC):
+    """Chooses which nodes to expand and decides when further search no longer pays.
+
+    Failed and ``recovered_failure`` nodes must never be returned as parents. Budgets are
+    enforced by the loop; a strategy adds its own stop reasons (convergence, target).
+    """
+
+    def __init__(self, config: BaseModel) -> None:
+        self.config = config
+
+    @abstractmethod
+    def next_steps(self, state: StrategyState, capacity: int = 1) -> list[Step]:
+        """Return up to ``capacity`` steps; an empty list means nothing is left to expand."""
+
+    @abstractmethod
+    def stop_reason(self, state: StrategyState) -> str | None:
+        """Return why the search should stop now, or ``None`` to go on."""
+
+
+# --------------------------------------------------------------------------- sandboxes
+
+
+class SandboxRequest(Record):
+    """One candidate run: what to start, where, with which view of the disk."""
+
+    workdir: Path = Field(description="A fresh copy of the node's source; the working directory.")
+    command: list[str]
+    env: dict[str, str]
+    data_dir: Path
+    output_dir: Path
+    cache_dir: Path
+    log_path: Path
+    hidden_paths: list[Path] = Field(default_factory=list)
+    timeout_s: float
+    memory_mb: int
+    max_output_mb: float
+
+
+class Sandbox(ABC):
+    """Runs a candidate with limits and isolation and reports what happened.
+
+    ``run`` never raises for a candidate's own faults (crash, timeout, memory, output
+    flood): those are recorded in the :class:`~rlab_core.models.Execution`. It raises
+    :class:`~rlab_core.errors.SandboxUnavailableError` only when the sandbox itself cannot
+    work here.
+    """
+
+    def __init__(self, config: BaseModel) -> None:
+        self.config = config
+
+    @abstractmethod
+    def isolation_level(self) -> str:
+        """A short name for the isolation in effect, e.g. ``bubblewrap``, ``netns``, ``none``."""
+
+    def isolation_details(self) -> dict[str, Any]:
+        """Facts about the isolation recorded in ``run.json``."""
+        return {"level": self.isolation_level()}
+
+    @abstractmethod
+    def run(self, request: SandboxRequest) -> Execution:
+        """Run ``request.command`` in ``request.workdir`` and return what happened."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release containers, clusters or other resources."""

@@ -1,0 +1,164 @@
+"""The run's append-only event log and its replay.
+
+Every event is one JSON line, written with a single ``write`` and flushed (and fsynced)
+before the call returns, so a run killed at any moment — SIGKILL included — leaves every
+completed event on disk and at most one torn last line, which replay tolerates and
+``Journal.open`` trims before appending.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlab_core.errors import RunFolderError
+from rlab_core.models import Node
+from rlab_core.tree import Tree
+
+JOURNAL_NAME = "journal.jsonl"
+
+
+class Journal:
+    """Appends events to ``journal.jsonl``; one instance per live run."""
+
+    def __init__(self, path: Path, *, fsync: bool = True) -> None:
+        self.path = Path(path)
+        self.fsync = fsync
+        self.seq = 0
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._trim_torn_tail()
+            self.seq = _count_lines(self.path)
+            self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - lives with the run
+        except OSError as exc:
+            raise RunFolderError(
+                f"Cannot write the journal at {self.path}: {exc.strerror}; choose a writable --out folder."
+            ) from None
+
+    def _trim_torn_tail(self) -> None:
+        if not self.path.exists():
+            return
+        with open(self.path, "rb+") as handle:
+            data = handle.read()
+            if data and not data.endswith(b"\n"):
+                handle.truncate(data.rfind(b"\n") + 1)
+
+    def append(self, event_type: str, **payload: Any) -> dict[str, Any]:
+        """Write one event and return it (with ``seq``, ``t`` and ``type``)."""
+        event = {"seq": self.seq, "t": round(time.time(), 4), "type": event_type, **payload}
+        line = json.dumps(event, default=str, separators=(",", ":")) + "\n"
+        self._file.write(line)
+        self._file.flush()
+        if self.fsync:
+            os.fsync(self._file.fileno())
+        self.seq += 1
+        return event
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _count_lines(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with open(path, "rb") as handle:
+        return sum(1 for _ in handle)
+
+
+def read_events(path: Path) -> tuple[list[dict[str, Any]], bool]:
+    """All complete events, and whether a torn (partial) last line was skipped."""
+    events: list[dict[str, Any]] = []
+    torn = False
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise RunFolderError(f"No journal at {path}; is this a run folder made by `rlab run`?") from None
+    lines = raw.split(b"\n")
+    for index, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            if index == len(lines) - 1:
+                torn = True  # the last write was cut short by a kill
+                continue
+            raise RunFolderError(
+                f"The journal {path} is corrupt at line {index + 1}; it was edited by hand or the "
+                "disk failed, restore it from a copy."
+            ) from None
+    return events, torn
+
+
+@dataclass
+class RunState:
+    """Everything the journal says about a run, folded into one object."""
+
+    tree: Tree = field(default_factory=Tree)
+    run_info: dict[str, Any] = field(default_factory=dict)
+    stop_reason: str | None = None
+    in_flight: list[str] = field(default_factory=list)
+    max_node_number: int = -1
+    elapsed_s: float = 0.0
+    finals: list[dict[str, Any]] = field(default_factory=list)
+    best_exported: str | None = None
+    exhausted: set[str] = field(default_factory=set)
+    torn_tail: bool = False
+    events: int = 0
+
+    def next_node_id(self) -> str:
+        return node_id(self.max_node_number + 1)
+
+
+def node_id(number: int) -> str:
+    return f"n{number:04d}"
+
+
+def replay(path: Path) -> RunState:
+    """Fold the journal into a :class:`RunState` (the tree, budgets used, stop reason)."""
+    events, torn = read_events(path)
+    state = RunState(torn_tail=torn, events=len(events))
+    started: dict[str, dict[str, Any]] = {}
+    session_start: float | None = None
+    last_t: float | None = None
+    for event in events:
+        kind = event.get("type")
+        t = float(event.get("t", 0.0))
+        if kind in ("run_started", "run_resumed"):
+            if session_start is not None and last_t is not None:
+                state.elapsed_s += last_t - session_start
+            session_start = t
+            if kind == "run_started":
+                state.run_info = {k: v for k, v in event.items() if k not in ("seq", "t", "type")}
+            state.stop_reason = None
+        elif kind == "node_started":
+            started[event["id"]] = event
+            state.max_node_number = max(state.max_node_number, int(event["id"][1:]))
+        elif kind == "node_finished":
+            node = Node.model_validate(event["node"])
+            started.pop(node.id, None)
+            state.tree.add(node)
+            state.max_node_number = max(state.max_node_number, int(node.id[1:]))
+        elif kind == "node_abandoned":
+            started.pop(event["id"], None)
+        elif kind == "branch_closed":
+            state.tree.close_branch(event["node_ids"], event.get("reason", ""))
+        elif kind == "run_stopped":
+            state.stop_reason = event.get("reason")
+        elif kind == "parent_exhausted":
+            state.exhausted.add(event["node_id"])
+        elif kind == "best_exported":
+            state.best_exported = event.get("node_id")
+        elif kind == "final":
+            state.finals.append(event)
+        last_t = t
+    if session_start is not None and last_t is not None:
+        state.elapsed_s += last_t - session_start
+    state.in_flight = sorted(started)
+    if "higher_is_better" in state.run_info:
+        state.tree.higher_is_better = bool(state.run_info["higher_is_better"])
+    return state

@@ -1,0 +1,202 @@
+"""Pydantic records shared by the core and every plugin.
+
+These are the words of ARCHITECTURE §1 as data: an :class:`Edit`, a :class:`Proposal`
+(hypothesis plus edits), the :class:`Execution` record a sandbox returns, the
+:class:`Score` a benchmark computes and the :class:`Node` that ties them together.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Record(BaseModel):
+    """Base for records: unknown fields are refused so typos surface at once."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Edit(Record):
+    """Replace the one occurrence of ``anchor`` in ``file`` with ``replacement``."""
+
+    file: str = Field(description="Path of the file, relative to the candidate folder.")
+    anchor: str = Field(description="Text that must occur exactly once in the file.")
+    replacement: str = Field(description="Text that takes the anchor's place.")
+
+
+class Usage(Record):
+    """What one agent call cost."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            cost_usd=self.cost_usd + other.cost_usd,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class Proposal(Record):
+    """An agent's answer: one hypothesis and the change that carries it out.
+
+    Give either ``edits`` (anchored, preferred) or ``files`` (whole new file contents, for
+    agents that rewrite files); the core computes the diff either way and enforces the same
+    edit boundary.
+    """
+
+    hypothesis: str = Field(description="One sentence: what the change should do and why.")
+    rationale: str = Field(default="", description="Longer reasoning, optional.")
+    edits: list[Edit] = Field(default_factory=list)
+    files: dict[str, str] | None = Field(
+        default=None, description="Whole-file rewrites: relative path -> new content."
+    )
+    move_id: str | None = Field(default=None, description="Playbook move this came from, if any.")
+    usage: Usage = Field(default_factory=Usage)
+
+
+class NodeKind(StrEnum):
+    """Why a node exists."""
+
+    SEED = "seed"
+    DRAFT = "draft"
+    IMPROVE = "improve"
+    DEBUG = "debug"
+
+
+class NodeStatus(StrEnum):
+    """Where a node stands.
+
+    ``evaluated``: ran and was scored on validation. ``failed``: did not produce a valid
+    score (edit refused, guard refusal, crash, timeout, contract breach); repairs may follow.
+    ``recovered_failure``: a failed branch whose repair attempts also failed; never a parent.
+    """
+
+    EVALUATED = "evaluated"
+    FAILED = "failed"
+    RECOVERED_FAILURE = "recovered_failure"
+
+
+class FailureStage(StrEnum):
+    """Which step of an iteration failed."""
+
+    AGENT = "agent"
+    EDIT = "edit"
+    GUARD = "guard"
+    SANDBOX = "sandbox"
+    SMOKE = "smoke"
+    RUN = "run"
+    CONTRACT = "contract"
+    SCORE = "score"
+
+
+class Failure(Record):
+    """Why a node failed, in words an agent can act on."""
+
+    stage: FailureStage
+    message: str
+    log_tail: str = ""
+
+
+class Execution(Record):
+    """What a sandbox observed while a candidate ran."""
+
+    command: list[str]
+    exit_code: int | None = Field(description="Process exit code; None if it was killed.")
+    wall_s: float
+    cpu_s: float = 0.0
+    peak_memory_mb: float = 0.0
+    timed_out: bool = False
+    killed_by: Literal["timeout", "memory", "output", "signal"] | None = None
+    log_tail: str = ""
+    log_bytes: int = 0
+    start_overhead_s: float = Field(default=0.0, description="Sandbox setup before the candidate.")
+    isolation: str = "none"
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and self.killed_by is None
+
+
+class Score(Record):
+    """Official validation metrics of one node and the primary score that steers the search."""
+
+    metrics: dict[str, float]
+    primary: float
+    primary_metric: str
+    higher_is_better: bool = True
+
+    def better_than(self, other: Score | None, margin: float = 0.0) -> bool:
+        """True when this score beats ``other`` by more than ``margin`` in metric units."""
+        if other is None:
+            return not math.isnan(self.primary)
+        if self.higher_is_better:
+            return self.primary > other.primary + margin
+        return self.primary < other.primary - margin
+
+
+class Timing(Record):
+    """Seconds spent in each part of one iteration."""
+
+    agent_s: float = 0.0
+    edit_s: float = 0.0
+    sandbox_start_s: float = 0.0
+    candidate_s: float = 0.0
+    scoring_s: float = 0.0
+    bookkeeping_s: float = 0.0
+
+    @property
+    def total_s(self) -> float:
+        return (
+            self.agent_s
+            + self.edit_s
+            + self.sandbox_start_s
+            + self.candidate_s
+            + self.scoring_s
+            + self.bookkeeping_s
+        )
+
+    @property
+    def overhead_s(self) -> float:
+        """Everything but the candidate's own work (and the agent's thinking)."""
+        return self.edit_s + self.sandbox_start_s + self.scoring_s + self.bookkeeping_s
+
+
+class Node(Record):
+    """One candidate in the search tree with its evidence."""
+
+    id: str
+    parent_id: str | None
+    iteration: int = Field(description="0 for seeds; 1, 2, ... for agent-made nodes.")
+    kind: NodeKind
+    status: NodeStatus
+    hypothesis: str
+    rationale: str = ""
+    move_id: str | None = None
+    edits: list[Edit] = Field(default_factory=list)
+    diff: str = ""
+    changed_files: list[str] = Field(default_factory=list)
+    execution: Execution | None = None
+    score: Score | None = None
+    failure: Failure | None = None
+    repair_of: str | None = Field(default=None, description="The failed node this one repairs.")
+    usage: Usage = Field(default_factory=Usage)
+    timing: Timing = Field(default_factory=Timing)
+    created_at: float = 0.0
+    finished_at: float = 0.0
+
+    @property
+    def evaluated(self) -> bool:
+        return self.status == NodeStatus.EVALUATED and self.score is not None

@@ -1,0 +1,129 @@
+"""The search tree: nodes by id, the best node, lineages and failed branches.
+
+The tree is never stored on its own: it is a fold over the journal (see
+:mod:`rlab_core.journal`), so it is always exactly what the evidence says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from rlab_core.interfaces import NodeSummary
+from rlab_core.models import Node, NodeKind, NodeStatus
+
+
+class Tree:
+    """Nodes of one run, in the order they finished."""
+
+    def __init__(self, higher_is_better: bool = True) -> None:
+        self.higher_is_better = higher_is_better
+        self.nodes: dict[str, Node] = {}
+        self.closed_reasons: dict[str, str] = {}
+        self._children: dict[str, list[str]] = {}
+
+    # ------------------------------------------------------------------ building
+
+    def add(self, node: Node) -> None:
+        """Add (or replace) a finished node."""
+        if node.id not in self.nodes and node.parent_id is not None:
+            self._children.setdefault(node.parent_id, []).append(node.id)
+        self.nodes[node.id] = node
+        if node.score is not None:
+            self.higher_is_better = node.score.higher_is_better
+
+    def close_branch(self, node_ids: list[str], reason: str) -> None:
+        """Mark failed nodes whose repairs also failed as ``recovered_failure``."""
+        for node_id in node_ids:
+            node = self.nodes.get(node_id)
+            if node is not None and node.status != NodeStatus.EVALUATED:
+                node.status = NodeStatus.RECOVERED_FAILURE
+                self.closed_reasons[node_id] = reason
+
+    # ------------------------------------------------------------------ queries
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.nodes.values())
+
+    def get(self, node_id: str) -> Node:
+        return self.nodes[node_id]
+
+    def children(self, node_id: str) -> list[Node]:
+        return [self.nodes[c] for c in self._children.get(node_id, [])]
+
+    def evaluated(self) -> list[Node]:
+        """Nodes with a validation score, in finishing order."""
+        return [n for n in self.nodes.values() if n.evaluated]
+
+    def seeds(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.kind == NodeKind.SEED]
+
+    def iterations_used(self) -> int:
+        """Agent-made nodes so far (repairs included); seeds do not count."""
+        return sum(1 for n in self.nodes.values() if n.kind != NodeKind.SEED)
+
+    def can_be_parent(self, node_id: str) -> bool:
+        """Only evaluated nodes are parents; failed branches never are."""
+        node = self.nodes.get(node_id)
+        return node is not None and node.evaluated
+
+    def best(self) -> Node | None:
+        """The evaluated node with the best validation score (earliest wins ties)."""
+        best: Node | None = None
+        for node in self.evaluated():
+            if best is None or node.score.better_than(best.score):  # type: ignore[union-attr]
+                best = node
+        return best
+
+    def best_history(self) -> list[float]:
+        """Best-so-far primary score after each evaluated node, in finishing order."""
+        history: list[float] = []
+        best: Node | None = None
+        for node in self.evaluated():
+            if best is None or node.score.better_than(best.score):  # type: ignore[union-attr]
+                best = node
+            history.append(best.score.primary)  # type: ignore[union-attr]
+        return history
+
+    def lineage(self, node_id: str) -> list[Node]:
+        """The node and its ancestors, root first."""
+        chain: list[Node] = []
+        current: str | None = node_id
+        while current is not None and current in self.nodes:
+            chain.append(self.nodes[current])
+            current = self.nodes[current].parent_id
+        return list(reversed(chain))
+
+    def improved_on_parent(self, node: Node) -> bool:
+        """True when the node beat the nearest evaluated ancestor (or is an evaluated seed)."""
+        if not node.evaluated:
+            return False
+        for ancestor in reversed(self.lineage(node.id)[:-1]):
+            if ancestor.evaluated:
+                return node.score.better_than(ancestor.score)  # type: ignore[union-attr]
+        return True
+
+    def summaries(self) -> list[NodeSummary]:
+        """What agents may see of every node: validation evidence only."""
+        return [self.summary(n) for n in self.nodes.values()]
+
+    def summary(self, node: Node) -> NodeSummary:
+        failure = None
+        if node.failure is not None:
+            failure = f"[{node.failure.stage}] {node.failure.message}"
+        return NodeSummary(
+            id=node.id,
+            parent_id=node.parent_id,
+            kind=node.kind,
+            status=str(node.status),
+            hypothesis=node.hypothesis,
+            move_id=node.move_id,
+            diff=node.diff,
+            primary=node.score.primary if node.score else None,
+            metrics=dict(node.score.metrics) if node.score else {},
+            improved_on_parent=self.improved_on_parent(node),
+            failure=failure,
+            repair_of=node.repair_of,
+        )
