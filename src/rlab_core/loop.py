@@ -220,6 +220,7 @@ class ResearchLoop:
         try:
             proposal = self.agent.propose(context)
         except NothingToPropose as exc:
+            self.state.exhausted.add(parent.id)
             self.emit("parent_exhausted", node_id=parent.id, reason=str(exc))
             return
         except AgentError as exc:
@@ -383,12 +384,13 @@ class ResearchLoop:
         node.finished_at = time.time()
         node_dir = self.run.node_dir(node.id)
         node_dir.mkdir(parents=True, exist_ok=True)
-        # bookkeeping time is measured up to the journal write and stored with the node
-        node.timing.bookkeeping_s = round(time.perf_counter() - book_start, 4)
-        payload = node.model_dump(mode="json")
-        (node_dir / "result.json").write_text(json.dumps(payload, indent=1))
         self.tree.add(node)
+        payload = node.model_dump(mode="json")
+        # what is measured here is stored with the node; the journal line and the
+        # result.json copy written right after are the only bookkeeping not in the figure
+        node.timing.bookkeeping_s = payload["timing"]["bookkeeping_s"] = round(time.perf_counter() - book_start, 4)
         self.emit("node_finished", node=payload)
+        (node_dir / "result.json").write_text(json.dumps(payload, indent=1))
         return node
 
     # ------------------------------------------------------------------ running a candidate

@@ -5,10 +5,13 @@ registered on its own: one that fails to import, or whose registration hook rais
 recorded with its error and skipped, unless ``RLAB_STRICT_PLUGINS=1`` makes that fatal.
 ``RLAB_LOAD_PLUGINS`` (allow-list) and ``RLAB_DISABLE_PLUGINS`` (block-list) take
 comma-separated entry-point names; the core's own ``builtin`` plugin is always loaded.
+``RLAB_PLUGIN_MODULES`` registers importable modules as plugins without packaging them
+(plugin development, tests); they are isolated the same way.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 from collections.abc import Iterable
@@ -105,6 +108,7 @@ class PluginHost:
         self._registry: dict[str, dict[str, Registered]] | None = None
         if use_entry_points:
             self._discover()
+            self._register_env_modules()
         if BUILTIN not in self.records:
             from rlab_core.builtin import plugin as builtin_plugin
 
@@ -128,6 +132,16 @@ class PluginHost:
             try:
                 module = ep.load()
             except Exception as exc:  # a broken plugin must not break rlab
+                self._fail(record, f"{type(exc).__name__}: {exc}")
+                continue
+            self._register_module(module, record)
+
+    def _register_env_modules(self) -> None:
+        for module_name in sorted(_env_list("RLAB_PLUGIN_MODULES") or ()):
+            record = PluginRecord(name=module_name, distribution="(RLAB_PLUGIN_MODULES)", version="", module=module_name)
+            try:
+                module = importlib.import_module(module_name)
+            except Exception as exc:
                 self._fail(record, f"{type(exc).__name__}: {exc}")
                 continue
             self._register_module(module, record)

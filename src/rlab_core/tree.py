@@ -100,9 +100,12 @@ class Tree:
         """True when the node beat the nearest evaluated ancestor (or is an evaluated seed)."""
         if not node.evaluated:
             return False
-        for ancestor in reversed(self.lineage(node.id)[:-1]):
+        current = node.parent_id
+        while current is not None and current in self.nodes:  # usually one step: the parent
+            ancestor = self.nodes[current]
             if ancestor.evaluated:
                 return node.score.better_than(ancestor.score)  # type: ignore[union-attr]
+            current = ancestor.parent_id
         return True
 
     def summaries(self) -> list[NodeSummary]:

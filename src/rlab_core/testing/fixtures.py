@@ -1,0 +1,42 @@
+"""Pytest fixtures for plugin authors: a fresh plugin host, inline registration, run folders."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rlab_core.plugins import PluginHost, PluginRecord
+from rlab_core.run_folder import RunFolder
+
+
+@pytest.fixture
+def plugin_host() -> PluginHost:
+    """A plugin host with only the core's built-ins (no installed plugin leaks in)."""
+    return PluginHost(use_entry_points=False, strict=True)
+
+
+@pytest.fixture
+def register_plugin(plugin_host: PluginHost) -> Callable[..., PluginRecord]:
+    """Register a module or object of hook implementations on ``plugin_host``."""
+
+    def register(plugin: Any, name: str | None = None) -> PluginRecord:
+        return plugin_host.register(plugin, name=name or getattr(plugin, "__name__", "inline"))
+
+    return register
+
+
+@pytest.fixture
+def rlab_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point rlab's user cache at a temporary folder."""
+    cache = tmp_path / "rlab-cache"
+    monkeypatch.setenv("RLAB_CACHE_HOME", str(cache))
+    return cache
+
+
+@pytest.fixture
+def run_folder(tmp_path: Path) -> Iterator[RunFolder]:
+    """A fresh, empty run folder."""
+    yield RunFolder.create(tmp_path / "runs", "test:task")

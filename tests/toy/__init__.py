@@ -1,0 +1,1 @@
+"""A small toy benchmark and a scripted agent that drive the whole loop for real in tests."""

@@ -1,0 +1,53 @@
+"""A scripted agent: proposes the entries of its script in order, repairs with their fixes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rlab_core.errors import AgentError, NothingToPropose
+from rlab_core.interfaces import Agent, AgentContext, RepairContext
+from rlab_core.models import Edit, NodeKind, Proposal, Usage
+
+
+class ScriptedOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    script: list[dict[str, Any]] = Field(default_factory=list, description="Steps: hypothesis, edits, fix, tokens.")
+
+
+class ScriptedAgent(Agent):
+    """Step k of the script answers the k-th propose call of the run (counted from the tree)."""
+
+    def __init__(self, config: BaseModel) -> None:
+        super().__init__(config)
+        self.script: list[dict[str, Any]] = config.script  # type: ignore[attr-defined]
+
+    def propose(self, context: AgentContext) -> Proposal:
+        made = [n for n in context.tree if n.kind not in (NodeKind.SEED, NodeKind.DEBUG)]
+        if len(made) >= len(self.script):
+            raise NothingToPropose("the script is finished")
+        step = self.script[len(made)]
+        if step.get("agent_error"):
+            raise AgentError(step["agent_error"])
+        return Proposal(
+            hypothesis=step["hypothesis"],
+            edits=[Edit(**e) for e in step.get("edits", [])],
+            files=step.get("files"),
+            move_id=f"step{len(made)}",
+            usage=Usage(input_tokens=step.get("tokens", 0), output_tokens=step.get("tokens", 0) // 2, cost_usd=step.get("cost", 0.0)),
+        )
+
+    def repair(self, context: RepairContext) -> Proposal | None:
+        move = context.parent.move_id or ""
+        if move.endswith(":fix") or not move.startswith("step"):
+            return None
+        step = self.script[int(move[4:])]
+        if "fix" not in step:
+            return None
+        return Proposal(
+            hypothesis=f"repair: {step['hypothesis']}",
+            edits=[Edit(**e) for e in step["fix"]],
+            move_id=move + ":fix",
+        )

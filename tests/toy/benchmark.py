@@ -1,0 +1,119 @@
+"""The toy benchmark: fit y = 3x + 1 on a handful of points; RMSE, lower is better."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rlab_core.errors import ContractError, UnknownNameError
+from rlab_core.interfaces import (
+    AuditPattern,
+    Benchmark,
+    CandidateLimits,
+    PreparedTask,
+    SeedCandidate,
+    Split,
+    TaskListing,
+)
+from rlab_core.models import Score
+
+SEED_DIR = Path(__file__).parent / "seed"
+
+
+class ToyOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    timeout_s: float = Field(default=20.0, description="Candidate timeout.")
+    memory_mb: int = Field(default=400, description="Candidate memory limit.")
+    max_output_mb: float = Field(default=1.0, description="Candidate log limit.")
+    smoke_run: bool = Field(default=False, description="Run --debug first.")
+    seed_dir: str | None = Field(default=None, description="Use this seed folder instead.")
+
+
+class ToyBenchmark(Benchmark):
+    def list_tasks(self) -> list[TaskListing]:
+        return [TaskListing(name="toy:line", summary="Fit a line; RMSE.", available=True)]
+
+    def prepare(self, task: str, cache_root: Path, *, rebuild_cache: bool = False) -> PreparedTask:
+        if task != "line":
+            raise UnknownNameError(f"Unknown toy task '{task}'; available: toy:line.")
+        root = cache_root / "line"
+        public, private = root / "public", root / "private"
+        if rebuild_cache or not (root / "marker").exists():
+            public.mkdir(parents=True, exist_ok=True)
+            private.mkdir(parents=True, exist_ok=True)
+            rng = random.Random(0)
+            xs = {s: [rng.uniform(-2, 2) for _ in range(20)] for s in ("train", "val", "test")}
+            ys = {s: [3 * x + 1 + rng.gauss(0, 0.1) for x in xs[s]] for s in xs}
+            (public / "inputs.json").write_text(
+                json.dumps({"train_x": xs["train"], "train_y": ys["train"], "val_x": xs["val"], "test_x": xs["test"]})
+            )
+            (private / "labels.json").write_text(json.dumps({"val": ys["val"], "test": ys["test"]}))
+            (private / "secret_test_labels.txt").write_text("private")
+            (root / "marker").write_text("1")
+        return ToyTask(root, self.config)  # type: ignore[arg-type]
+
+
+class ToyTask(PreparedTask):
+    name = "toy:line"
+    primary_metric = "rmse"
+    higher_is_better = False
+    private_outputs = ("test_predictions.json",)
+
+    def __init__(self, root: Path, options: ToyOptions) -> None:
+        self.root = root
+        self.data_dir = root / "public"
+        self.private = root / "private"
+        self.options = options
+        self.limits = CandidateLimits(
+            timeout_s=options.timeout_s, memory_mb=options.memory_mb, max_output_mb=options.max_output_mb, smoke_timeout_s=options.timeout_s
+        )
+        self.smoke_run = options.smoke_run
+
+    def context(self) -> str:
+        return "Predict y from x; write val_predictions.json and test_predictions.json (lists of floats)."
+
+    def seed_candidates(self) -> list[SeedCandidate]:
+        path = Path(self.options.seed_dir) if self.options.seed_dir else SEED_DIR
+        return [SeedCandidate(name="line-seed", path=path, description="slope 1, intercept 0")]
+
+    def hidden_paths(self) -> list[Path]:
+        return [self.private]
+
+    def audit_patterns(self) -> list[AuditPattern]:
+        return [AuditPattern(pattern=r"labels\.json", reason="reads the label file")]
+
+    def validate_outputs(self, output_dir: Path, split: Split = "val") -> list[str]:
+        path = Path(output_dir) / f"{split}_predictions.json"
+        if not path.exists():
+            return [f"{path.name} is missing"]
+        try:
+            values = json.loads(path.read_text())
+        except json.JSONDecodeError:
+            return [f"{path.name} is not valid JSON"]
+        if not isinstance(values, list) or len(values) != 20:
+            return [f"{path.name} must be a list of 20 numbers"]
+        if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
+            return [f"{path.name} holds a value that is not a finite number"]
+        return []
+
+    def score(self, output_dir: Path, split: Split) -> Score:
+        problems = self.validate_outputs(output_dir, split)
+        if problems:
+            raise ContractError("; ".join(problems))
+        predictions = json.loads((Path(output_dir) / f"{split}_predictions.json").read_text())
+        labels = json.loads((self.private / "labels.json").read_text())[split]
+        rmse = math.sqrt(sum((p - y) ** 2 for p, y in zip(predictions, labels, strict=True)) / len(labels))
+        return Score(metrics={"rmse": rmse}, primary=rmse, primary_metric="rmse", higher_is_better=False)
+
+    def write_submission(self, output_dir: Path, private_dir: Path, dest: Path) -> Path | None:
+        source = Path(private_dir) / "test_predictions.json"
+        if not source.exists():
+            return None
+        target = dest / "submission.json"
+        target.write_text(source.read_text())
+        return target
