@@ -13,10 +13,11 @@ TESTS = Path(__file__).parent
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
+from toy import plugin as toy_plugin  # noqa: E402
+
 from rlab_core.config import RunConfig  # noqa: E402
 from rlab_core.plugins import PluginHost  # noqa: E402
 from rlab_core.runner import RunOutcome, start_run  # noqa: E402
-from toy import plugin as toy_plugin  # noqa: E402
 
 pytest_plugins = ["rlab_core.testing.fixtures"]
 

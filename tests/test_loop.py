@@ -9,9 +9,18 @@ from conftest import edit, extra
 from rlab_core.journal import read_events, replay
 from rlab_core.models import FailureStage, NodeKind, NodeStatus
 
-SLOPE_2 = {"hypothesis": "Slope 2 is closer to the data.", "edits": [edit("SLOPE = 1.0\n", "SLOPE = 2.0\n")]}
-SLOPE_3 = {"hypothesis": "Slope 3 fits the trend.", "edits": [edit("SLOPE = 2.0\n", "SLOPE = 3.0\n")]}
-INTERCEPT_1 = {"hypothesis": "An intercept of 1 removes the bias.", "edits": [edit("INTERCEPT = 0.0\n", "INTERCEPT = 1.0\n")]}
+SLOPE_2 = {
+    "hypothesis": "Slope 2 is closer to the data.",
+    "edits": [edit("SLOPE = 1.0\n", "SLOPE = 2.0\n")],
+}
+SLOPE_3 = {
+    "hypothesis": "Slope 3 fits the trend.",
+    "edits": [edit("SLOPE = 2.0\n", "SLOPE = 3.0\n")],
+}
+INTERCEPT_1 = {
+    "hypothesis": "An intercept of 1 removes the bias.",
+    "edits": [edit("INTERCEPT = 0.0\n", "INTERCEPT = 1.0\n")],
+}
 CRASH_FIXABLE = {
     "hypothesis": "A crashing change that its fix repairs.",
     "edits": [edit("INTERCEPT = 0.0\n", "INTERCEPT = 1.0\nraise RuntimeError('boom at import')\n")],
@@ -28,7 +37,12 @@ def test_improving_hypothesis_is_kept_and_becomes_the_parent(run_toy):
     outcome = run_toy([SLOPE_2, SLOPE_3, INTERCEPT_1])
     state = replay(outcome.run.journal_path)
     nodes = list(state.tree)
-    assert [n.kind for n in nodes] == [NodeKind.SEED, NodeKind.IMPROVE, NodeKind.IMPROVE, NodeKind.IMPROVE]
+    assert [n.kind for n in nodes] == [
+        NodeKind.SEED,
+        NodeKind.IMPROVE,
+        NodeKind.IMPROVE,
+        NodeKind.IMPROVE,
+    ]
     seed, n1, n2, n3 = nodes
     # each improving node is the parent of the next one: best-first follows the evidence
     assert (n1.parent_id, n2.parent_id, n3.parent_id) == (seed.id, n1.id, n2.id)
@@ -54,7 +68,10 @@ def test_failed_node_is_repaired_once_and_the_repair_is_kept(run_toy):
     failed = next(n for n in tree if n.hypothesis.startswith("A crashing change that"))
     assert failed.status == NodeStatus.FAILED
     assert failed.failure.stage == FailureStage.RUN
-    assert "boom at import" in failed.failure.message and "exited with code 1" in failed.failure.message
+    assert (
+        "boom at import" in failed.failure.message
+        and "exited with code 1" in failed.failure.message
+    )
     repairs = [n for n in tree if n.repair_of == failed.id]
     assert len(repairs) == 1
     repair = repairs[0]
@@ -84,8 +101,16 @@ def test_repair_that_fails_closes_the_branch_as_recovered_failure(run_toy):
 
 def test_convergence_stop_is_recorded_with_its_reason(run_toy):
     tiny = [
-        {"hypothesis": f"Nudge the intercept by {d}.", "edits": [edit(f"INTERCEPT = {a}\n", f"INTERCEPT = {b}\n")]}
-        for d, a, b in [("0.0001", "0.0", "0.0001"), ("0.0001", "0.0001", "0.0002"), ("0.0001", "0.0002", "0.0003"), ("0.0001", "0.0003", "0.0004")]
+        {
+            "hypothesis": f"Nudge the intercept by {d}.",
+            "edits": [edit(f"INTERCEPT = {a}\n", f"INTERCEPT = {b}\n")],
+        }
+        for d, a, b in [
+            ("0.0001", "0.0", "0.0001"),
+            ("0.0001", "0.0001", "0.0002"),
+            ("0.0001", "0.0002", "0.0003"),
+            ("0.0001", "0.0003", "0.0004"),
+        ]
     ]
     outcome = run_toy([SLOPE_2, *tiny], min_iterations=2, window=3, epsilon=0.002, iterations=20)
     assert outcome.stop_reason.startswith("converged")
@@ -96,7 +121,10 @@ def test_convergence_stop_is_recorded_with_its_reason(run_toy):
 
 
 def test_min_iterations_holds_off_convergence(run_toy):
-    same = [{"hypothesis": f"No-op rename {i}.", "edits": [extra(f"_unused_{i} = {i}")]} for i in range(5)]
+    same = [
+        {"hypothesis": f"No-op rename {i}.", "edits": [extra(f"_unused_{i} = {i}")]}
+        for i in range(5)
+    ]
     outcome = run_toy(same, min_iterations=4, window=1, iterations=20)
     assert outcome.stop_reason.startswith("converged")
     assert replay(outcome.run.journal_path).tree.iterations_used() == 4
@@ -110,7 +138,11 @@ def test_iteration_budget_and_target_stop(run_toy):
 
 
 def test_token_and_cost_budgets_stop_the_run(run_toy):
-    costly = [{**SLOPE_2, "tokens": 600, "cost": 0.3}, {**SLOPE_3, "tokens": 600, "cost": 0.3}, INTERCEPT_1]
+    costly = [
+        {**SLOPE_2, "tokens": 600, "cost": 0.3},
+        {**SLOPE_3, "tokens": 600, "cost": 0.3},
+        INTERCEPT_1,
+    ]
     outcome = run_toy(costly, max_tokens=1000)
     assert outcome.stop_reason.startswith("token budget reached")
     state = replay(outcome.run.journal_path)
@@ -120,14 +152,23 @@ def test_token_and_cost_budgets_stop_the_run(run_toy):
 
 
 def test_edit_with_missing_or_ambiguous_anchor_fails_the_node_and_the_run_goes_on(run_toy):
-    missing = {"hypothesis": "Anchor that is not there.", "edits": [edit("SLOPE = 9.0\n", "SLOPE = 3.0\n")]}
+    missing = {
+        "hypothesis": "Anchor that is not there.",
+        "edits": [edit("SLOPE = 9.0\n", "SLOPE = 3.0\n")],
+    }
     ambiguous = {"hypothesis": "Ambiguous anchor.", "edits": [edit("= ", "== ")]}
     outcome = run_toy([missing, ambiguous, SLOPE_2], debug_tries=0)
     tree = replay(outcome.run.journal_path).tree
-    first, second = (next(n for n in tree if n.hypothesis == s["hypothesis"]) for s in (missing, ambiguous))
+    first, second = (
+        next(n for n in tree if n.hypothesis == s["hypothesis"]) for s in (missing, ambiguous)
+    )
     assert first.failure.stage == FailureStage.EDIT
     assert "does not occur" in first.failure.message and "SLOPE = 1.0" in first.failure.message
-    assert second.failure.stage == FailureStage.EDIT and "occurs" in second.failure.message and "times" in second.failure.message
+    assert (
+        second.failure.stage == FailureStage.EDIT
+        and "occurs" in second.failure.message
+        and "times" in second.failure.message
+    )
     assert outcome.best.hypothesis == SLOPE_2["hypothesis"]
 
 
@@ -141,7 +182,10 @@ def test_guard_refuses_new_dangerous_tokens(run_toy):
 
 def test_edit_outside_the_allowed_files_is_refused(run_toy):
     escape = {"hypothesis": "Write elsewhere.", "files": {"../evil.py": "x = 1\n"}}
-    data = {"hypothesis": "Write data.", "edits": [{"file": "notes.txt", "anchor": "", "replacement": "hi"}]}
+    data = {
+        "hypothesis": "Write data.",
+        "edits": [{"file": "notes.txt", "anchor": "", "replacement": "hi"}],
+    }
     outcome = run_toy([escape, data], debug_tries=0)
     tree = replay(outcome.run.journal_path).tree
     messages = [n.failure.message for n in tree if n.failure]
@@ -153,12 +197,31 @@ def test_candidate_faults_each_fail_their_node_with_the_cause(run_toy):
     script = [
         {"hypothesis": "exit 3", "edits": [extra("import sys; sys.exit(3)")]},
         {"hypothesis": "sleep past the timeout", "edits": [extra("import time; time.sleep(30)")]},
-        {"hypothesis": "hog memory", "edits": [extra("hog = bytearray(700 * 2**20); hog[::4096] = b'x' * len(hog[::4096])\nimport time; time.sleep(5)")]},
+        {
+            "hypothesis": "hog memory",
+            "edits": [
+                extra(
+                    "hog = bytearray(700 * 2**20); hog[::4096] = b'x' * len(hog[::4096])\nimport time; time.sleep(5)"
+                )
+            ],
+        },
         {"hypothesis": "flood output", "edits": [extra("while True: print('y' * 4096)")]},
         {"hypothesis": "no outputs", "edits": [edit("    main()\n", "    pass\n")]},
-        {"hypothesis": "malformed outputs", "edits": [edit("predictions = [SLOPE * x + INTERCEPT for x in data[f\"{split}_x\"]]", "predictions = ['nan']")]},
+        {
+            "hypothesis": "malformed outputs",
+            "edits": [
+                edit(
+                    'predictions = [SLOPE * x + INTERCEPT for x in data[f"{split}_x"]]',
+                    "predictions = ['nan']",
+                )
+            ],
+        },
     ]
-    outcome = run_toy(script, debug_tries=0, benchmark_options={"timeout_s": 2.0, "memory_mb": 300, "max_output_mb": 0.5})
+    outcome = run_toy(
+        script,
+        debug_tries=0,
+        benchmark_options={"timeout_s": 2.0, "memory_mb": 300, "max_output_mb": 0.5},
+    )
     tree = replay(outcome.run.journal_path).tree
     by = {n.hypothesis: n for n in tree}
     assert by["exit 3"].failure.message.startswith("exited with code 3")
@@ -169,7 +232,10 @@ def test_candidate_faults_each_fail_their_node_with_the_cause(run_toy):
     assert by["flood output"].execution.killed_by == "output"
     log = outcome.run.node_dir(by["flood output"].id) / "log.txt"
     assert log.stat().st_size <= 0.5 * 2**20
-    assert by["no outputs"].failure.stage == FailureStage.CONTRACT and "missing" in by["no outputs"].failure.message
+    assert (
+        by["no outputs"].failure.stage == FailureStage.CONTRACT
+        and "missing" in by["no outputs"].failure.message
+    )
     assert by["malformed outputs"].failure.stage == FailureStage.CONTRACT
     assert all(n.status == NodeStatus.FAILED for n in tree if n.kind != NodeKind.SEED)
     assert outcome.best.kind == NodeKind.SEED  # the run went on and kept its evaluated seed
@@ -188,7 +254,15 @@ def test_children_that_outlive_the_candidate_are_killed(run_toy, tmp_path):
         "    child.start()\n"
         "    import os; os._exit(0)\n"
     )
-    orphan = {"hypothesis": "leave an orphan behind", "edits": [edit("if __name__ == \"__main__\":\n    main()\n", "if __name__ == \"__main__\":\n    main()\n" + code)]}
+    orphan = {
+        "hypothesis": "leave an orphan behind",
+        "edits": [
+            edit(
+                'if __name__ == "__main__":\n    main()\n',
+                'if __name__ == "__main__":\n    main()\n' + code,
+            )
+        ],
+    }
     # the jail hides tmp_path, so let the orphan write where it could if it survived: use no isolation
     outcome = run_toy([orphan], debug_tries=0, sandbox_options={"isolation": "none"})
     import time
@@ -207,8 +281,13 @@ def test_agent_errors_fail_the_node_and_the_run_goes_on(run_toy):
 
 
 def test_smoke_run_fails_fast_and_records_the_debug_stage(run_toy):
-    debug_only_crash = {"hypothesis": "breaks only in debug", "edits": [extra("import sys\nif '--debug' in sys.argv: raise SystemExit(7)")]}
-    outcome = run_toy([debug_only_crash, SLOPE_2], debug_tries=0, benchmark_options={"smoke_run": True})
+    debug_only_crash = {
+        "hypothesis": "breaks only in debug",
+        "edits": [extra("import sys\nif '--debug' in sys.argv: raise SystemExit(7)")],
+    }
+    outcome = run_toy(
+        [debug_only_crash, SLOPE_2], debug_tries=0, benchmark_options={"smoke_run": True}
+    )
     tree = replay(outcome.run.journal_path).tree
     node = next(n for n in tree if n.hypothesis == "breaks only in debug")
     assert node.failure.stage == FailureStage.SMOKE and "code 7" in node.failure.message
@@ -217,8 +296,15 @@ def test_smoke_run_fails_fast_and_records_the_debug_stage(run_toy):
 
 
 def test_tree_strategy_drafts_then_improves(run_toy):
-    script = [SLOPE_2, INTERCEPT_1, {"hypothesis": "another slope", "edits": [edit("SLOPE = 1.0\n", "SLOPE = 1.5\n")]}, SLOPE_3]
-    outcome = run_toy(script, strategy="tree", strategy_options={"num_drafts": 3, "exploration": 0.0})
+    script = [
+        SLOPE_2,
+        INTERCEPT_1,
+        {"hypothesis": "another slope", "edits": [edit("SLOPE = 1.0\n", "SLOPE = 1.5\n")]},
+        SLOPE_3,
+    ]
+    outcome = run_toy(
+        script, strategy="tree", strategy_options={"num_drafts": 3, "exploration": 0.0}
+    )
     tree = replay(outcome.run.journal_path).tree
     kinds = [n.kind for n in tree]
     assert kinds[:4] == [NodeKind.SEED, NodeKind.DRAFT, NodeKind.DRAFT, NodeKind.DRAFT]
@@ -226,16 +312,26 @@ def test_tree_strategy_drafts_then_improves(run_toy):
     assert all(d.parent_id == tree.seeds()[0].id for d in drafts)
     last = list(tree)[-1]
     assert last.kind == NodeKind.IMPROVE and last.hypothesis == SLOPE_3["hypothesis"]
-    assert tree.get(last.parent_id).hypothesis == SLOPE_2["hypothesis"]  # the best draft (slope 2) got improved
+    assert (
+        tree.get(last.parent_id).hypothesis == SLOPE_2["hypothesis"]
+    )  # the best draft (slope 2) got improved
 
 
 def test_node_records_timing_usage_and_the_execution(run_toy):
     outcome = run_toy([{**SLOPE_2, "tokens": 100, "cost": 0.01}])
     node = next(n for n in replay(outcome.run.journal_path).tree if n.kind == NodeKind.IMPROVE)
-    assert node.usage.input_tokens == 100 and node.usage.output_tokens == 50 and node.usage.cost_usd == 0.01
+    assert (
+        node.usage.input_tokens == 100
+        and node.usage.output_tokens == 50
+        and node.usage.cost_usd == 0.01
+    )
     t = node.timing
     assert t.candidate_s > 0 and t.sandbox_start_s > 0 and t.scoring_s >= 0 and t.edit_s >= 0
-    assert node.execution.exit_code == 0 and node.execution.peak_memory_mb > 0 and node.execution.cpu_s > 0
+    assert (
+        node.execution.exit_code == 0
+        and node.execution.peak_memory_mb > 0
+        and node.execution.cpu_s > 0
+    )
     result = json.loads((outcome.run.node_dir(node.id) / "result.json").read_text())
     assert result["id"] == node.id and result["score"]["primary"] == node.score.primary
     assert (outcome.run.node_dir(node.id) / "log.txt").read_text().startswith("stage full full")

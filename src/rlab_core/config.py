@@ -26,17 +26,31 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    task: str | None = Field(default=None, description="BENCHMARK:TASK; default: the installed default task.")
-    agent: str | None = Field(default=None, description="Agent name; default: the preferred installed agent.")
+    task: str | None = Field(
+        default=None, description="BENCHMARK:TASK; default: the installed default task."
+    )
+    agent: str | None = Field(
+        default=None, description="Agent name; default: the preferred installed agent."
+    )
     strategy: str = Field(default="best-first", description="Search strategy name.")
     sandbox: str = Field(default="local", description="Sandbox name.")
-    iterations: int | None = Field(default=10, ge=0, description="Agent iterations (repairs included).")
-    time_budget_s: float | None = Field(default=None, gt=0, description="Wall-clock budget, seconds.")
-    max_tokens: int | None = Field(default=None, gt=0, description="Token budget over all agent calls.")
+    iterations: int | None = Field(
+        default=10, ge=0, description="Agent iterations (repairs included)."
+    )
+    time_budget_s: float | None = Field(
+        default=None, gt=0, description="Wall-clock budget, seconds."
+    )
+    max_tokens: int | None = Field(
+        default=None, gt=0, description="Token budget over all agent calls."
+    )
     max_cost: float | None = Field(default=None, gt=0, description="Cost budget, USD.")
     target_val: float | None = Field(default=None, description="Stop once validation reaches this.")
-    epsilon: float = Field(default=0.002, ge=0, description="Convergence: smallest gain that counts.")
-    window: int = Field(default=3, ge=1, description="Convergence: evaluated iterations looked back.")
+    epsilon: float = Field(
+        default=0.002, ge=0, description="Convergence: smallest gain that counts."
+    )
+    window: int = Field(
+        default=3, ge=1, description="Convergence: evaluated iterations looked back."
+    )
     min_iterations: int = Field(default=3, ge=0, description="Never converge before this many.")
     debug_tries: int = Field(default=1, ge=0, description="Repair attempts for a failed node.")
     seed: int = Field(default=0, description="Seed for the strategy, agent and candidates.")
@@ -49,7 +63,9 @@ class RunConfig(BaseModel):
     memory_mb: int | None = Field(default=None, gt=0, description="Candidate memory limit, MiB.")
     max_output_mb: float | None = Field(default=None, gt=0, description="Candidate log limit, MiB.")
     smoke_run: bool | None = Field(default=None, description="Run `main.py --debug` first.")
-    env_allow: list[str] = Field(default_factory=list, description="Extra variables for candidates.")
+    env_allow: list[str] = Field(
+        default_factory=list, description="Extra variables for candidates."
+    )
     agent_options: dict[str, Any] = Field(default_factory=dict)
     strategy_options: dict[str, Any] = Field(default_factory=dict)
     sandbox_options: dict[str, Any] = Field(default_factory=dict)
@@ -61,13 +77,19 @@ def read_config_file(path: Path) -> dict[str, Any]:
     try:
         text = Path(path).read_text()
     except OSError as exc:
-        raise ConfigError(f"Cannot read config file {path}: {exc.strerror}; check the path.") from None
+        raise ConfigError(
+            f"Cannot read config file {path}: {exc.strerror}; check the path."
+        ) from None
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
-        raise ConfigError(f"Config file {path} is not valid YAML ({exc}); fix its syntax.") from None
+        raise ConfigError(
+            f"Config file {path} is not valid YAML ({exc}); fix its syntax."
+        ) from None
     if not isinstance(data, dict):
-        raise ConfigError(f"Config file {path} must hold a mapping of options, not {type(data).__name__}.")
+        raise ConfigError(
+            f"Config file {path} must hold a mapping of options, not {type(data).__name__}."
+        )
     return data
 
 
@@ -82,7 +104,10 @@ def user_mode_dirs() -> list[Path]:
 
 def available_modes(host: PluginHost) -> dict[str, tuple[str, dict[str, Any]]]:
     """Every mode by name: (summary, values). User files override plugin modes of the same name."""
-    modes = {name: (reg.info.summary, dict(reg.info.values)) for name, reg in host.available("modes").items()}
+    modes = {
+        name: (reg.info.summary, dict(reg.info.values))
+        for name, reg in host.available("modes").items()
+    }
     for folder in reversed(user_mode_dirs()):
         if folder.is_dir():
             for file in sorted(folder.glob("*.y*ml")):
@@ -97,7 +122,9 @@ def resolve_mode(host: PluginHost, name: str) -> dict[str, Any]:
     for key in (name, name.upper(), name.lower()):
         if key in modes:
             return modes[key][1]
-    raise UnknownNameError(f"Unknown mode '{name}'; available: {', '.join(sorted(modes)) or 'none'}.")
+    raise UnknownNameError(
+        f"Unknown mode '{name}'; available: {', '.join(sorted(modes)) or 'none'}."
+    )
 
 
 def merge_layers(*layers: dict[str, Any]) -> dict[str, Any]:
@@ -107,8 +134,8 @@ def merge_layers(*layers: dict[str, Any]) -> dict[str, Any]:
         for key, value in layer.items():
             if key in PLUGIN_SECTIONS and isinstance(value, dict):
                 merged[key] = {**merged.get(key, {}), **value}
-            elif value is not None:
-                merged[key] = value
+            else:
+                merged[key] = value  # an explicit null (e.g. iterations: null) lifts a limit
     return merged
 
 
@@ -145,5 +172,5 @@ def build_run_config(
     file_values.pop("mode", None)
     mode_values = resolve_mode(host, mode_name) if mode_name else {}
     merged = merge_layers(mode_values, file_values, cli)
-    where = f"config file {config_file}" if config_file else "run options"
+    where = "run options (command line, config file or mode)"
     return validate_model(RunConfig, merged, where)  # type: ignore[return-value]

@@ -103,7 +103,9 @@ def apply_edit(files: SourceFiles, edit: Edit, editable: Sequence[str]) -> Sourc
         raise EditError(f"Edit refused: file '{rel}' does not exist (files: {known}).")
     text = files[rel]
     if edit.anchor == "":
-        raise EditError(f"Edit refused: empty anchor for existing file '{rel}'; quote the text to replace.")
+        raise EditError(
+            f"Edit refused: empty anchor for existing file '{rel}'; quote the text to replace."
+        )
     count = text.count(edit.anchor)
     if count == 0:
         raise EditError(
@@ -135,7 +137,9 @@ def apply_edits(files: SourceFiles, edits: Sequence[Edit], editable: Sequence[st
     return files
 
 
-def apply_rewrite(files: SourceFiles, rewrites: Mapping[str, str], editable: Sequence[str]) -> SourceFiles:
+def apply_rewrite(
+    files: SourceFiles, rewrites: Mapping[str, str], editable: Sequence[str]
+) -> SourceFiles:
     """Apply whole-file rewrites, enforcing the same boundary as anchored edits."""
     result = dict(files)
     for rel, content in rewrites.items():
@@ -149,7 +153,9 @@ def changed_files(before: Mapping[str, str], after: Mapping[str, str]) -> list[s
     return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
 
 
-def check_boundary(before: Mapping[str, str], after: Mapping[str, str], editable: Sequence[str]) -> list[str]:
+def check_boundary(
+    before: Mapping[str, str], after: Mapping[str, str], editable: Sequence[str]
+) -> list[str]:
     """Return the changed files, refusing any change outside the editable patterns."""
     changed = changed_files(before, after)
     for rel in changed:

@@ -29,7 +29,9 @@ def finalize(host: PluginHost, run: RunFolder, *, force: bool = False) -> dict[s
         )
     best = state.tree.best()
     if best is None or best.score is None:
-        raise RlabUserError("This run has no evaluated node, so there is nothing to score; run or resume it first.")
+        raise RlabUserError(
+            "This run has no evaluated node, so there is nothing to score; run or resume it first."
+        )
     info = run.read_run_json()
     config = RunConfig.model_validate(info["config"])
     task = prepare_task(host, config, info["task"])
@@ -73,7 +75,10 @@ def finalize(host: PluginHost, run: RunFolder, *, force: bool = False) -> dict[s
     journal = Journal(run.journal_path)
     try:
         # no test number enters the journal: agents and strategies read the journal's tree
-        journal.append("final", node_id=best.id, forced=bool(state.finals), report=run.final_report.name)
+        event = journal.append(
+            "final", node_id=best.id, forced=bool(state.finals), report=run.final_report.name
+        )
     finally:
         journal.close()
+    host.notify(event, run.root)
     return report

@@ -130,11 +130,15 @@ class Finding:
 
 def core_audit_patterns(hidden_paths: Iterable[Path] = ()) -> list[AuditPattern]:
     """The core's audit patterns: dangerous tokens and any mention of a hidden path."""
-    patterns = [AuditPattern(pattern=rx, reason=f"uses {label}") for label, rx in DEFAULT_FORBIDDEN.items()]
+    patterns = [
+        AuditPattern(pattern=rx, reason=f"uses {label}") for label, rx in DEFAULT_FORBIDDEN.items()
+    ]
     for path in hidden_paths:
         text = str(path).rstrip("/")
         if len(text) > 1:
-            patterns.append(AuditPattern(pattern=re.escape(text), reason=f"names the hidden path {text}"))
+            patterns.append(
+                AuditPattern(pattern=re.escape(text), reason=f"names the hidden path {text}")
+            )
     return patterns
 
 

@@ -80,7 +80,9 @@ def read_events(path: Path) -> tuple[list[dict[str, Any]], bool]:
     try:
         raw = Path(path).read_bytes()
     except FileNotFoundError:
-        raise RunFolderError(f"No journal at {path}; is this a run folder made by `rlab run`?") from None
+        raise RunFolderError(
+            f"No journal at {path}; is this a run folder made by `rlab run`?"
+        ) from None
     lines = raw.split(b"\n")
     for index, line in enumerate(lines):
         if not line.strip():
@@ -139,7 +141,9 @@ def _lines(path: Path) -> Iterator[tuple[bytes, bool]]:
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError:
-        raise RunFolderError(f"No journal at {path}; is this a run folder made by `rlab run`?") from None
+        raise RunFolderError(
+            f"No journal at {path}; is this a run folder made by `rlab run`?"
+        ) from None
     with handle:
         previous: bytes | None = None
         for line in handle:

@@ -59,7 +59,12 @@ from rlab_core.plugins import PluginHost
 from rlab_core.run_folder import RunFolder
 
 EventSink = Callable[[dict[str, Any]], None]
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
 
 
 def describe_execution_failure(execution: Execution, limits: SandboxRequest) -> str:
@@ -107,7 +112,9 @@ class ResearchLoop:
         self.tree.higher_is_better = task.higher_is_better
         self.on_event = on_event
         self.session_start = time.time()
-        self.rules = StopRules(config.epsilon, config.window, config.min_iterations, config.target_val)
+        self.rules = StopRules(
+            config.epsilon, config.window, config.min_iterations, config.target_val
+        )
         self._problem = task.context()
         self._playbook = task.playbook()
         self._sources: dict[str, SourceFiles] = {}
@@ -152,7 +159,9 @@ class ResearchLoop:
                 break
             for step in steps:
                 self._expand(step)
-        self.emit("run_stopped", reason=reason, best=(self.tree.best().id if self.tree.best() else None))
+        self.emit(
+            "run_stopped", reason=reason, best=(self.tree.best().id if self.tree.best() else None)
+        )
         return reason
 
     def _strategy_state(self) -> StrategyState:
@@ -168,7 +177,9 @@ class ResearchLoop:
     def _stop_reason(self) -> str | None:
         if not self.tree.evaluated():
             return "no seed candidate ran successfully; see the seed nodes' logs (`rlab show`)"
-        return budget_stop_reason(self.progress()) or self.strategy.stop_reason(self._strategy_state())
+        return budget_stop_reason(self.progress()) or self.strategy.stop_reason(
+            self._strategy_state()
+        )
 
     # ------------------------------------------------------------------ seeds
 
@@ -226,11 +237,15 @@ class ResearchLoop:
         except AgentError as exc:
             self._record_agent_failure(parent, kind, str(exc), time.perf_counter() - started)
             return
-        node = self._build_node(parent=parent, proposal=proposal, kind=kind, agent_s=time.perf_counter() - started)
+        node = self._build_node(
+            parent=parent, proposal=proposal, kind=kind, agent_s=time.perf_counter() - started
+        )
         if node.status == NodeStatus.FAILED:
             self._repair(node)
 
-    def _record_agent_failure(self, parent: Node, kind: NodeKind, message: str, agent_s: float) -> None:
+    def _record_agent_failure(
+        self, parent: Node, kind: NodeKind, message: str, agent_s: float
+    ) -> None:
         new_id = self._new_id()
         self.emit("node_started", id=new_id, parent_id=parent.id, kind=str(kind))
         node = Node(
@@ -249,7 +264,11 @@ class ResearchLoop:
 
     def _repair(self, failed: Node) -> None:
         """Give a failed node up to ``debug_tries`` repairs; close the branch if they fail."""
-        if self.config.debug_tries <= 0 or failed.failure is None or failed.failure.stage == FailureStage.AGENT:
+        if (
+            self.config.debug_tries <= 0
+            or failed.failure is None
+            or failed.failure.stage == FailureStage.AGENT
+        ):
             return
         attempts = [failed.id]
         current = failed
@@ -335,14 +354,22 @@ class ResearchLoop:
             copy_source(self.run.node_src(parent.id), src_dir)
             try:
                 if proposal.files is not None:
-                    child_files = apply_rewrite(parent_files, proposal.files, self.task.editable_files)
+                    child_files = apply_rewrite(
+                        parent_files, proposal.files, self.task.editable_files
+                    )
                     child_files = apply_edits(child_files, proposal.edits, self.task.editable_files)
                 else:
-                    child_files = apply_edits(parent_files, proposal.edits, self.task.editable_files)
+                    child_files = apply_edits(
+                        parent_files, proposal.edits, self.task.editable_files
+                    )
                 changed = check_boundary(parent_files, child_files, self.task.editable_files)
-                write_source(src_dir, child_files, changed)
                 diff = unified_diff(parent_files, child_files)
-                check_new_tokens(child_files, parent_files, self.task.forbidden_tokens, only=changed)
+                # guard before writing: a refused node keeps its parent's source, so a later
+                # repair of it cannot inherit the refused tokens as "the parent had them"
+                check_new_tokens(
+                    child_files, parent_files, self.task.forbidden_tokens, only=changed
+                )
+                write_source(src_dir, child_files, changed)
             except EditError as exc:
                 failure = Failure(stage=FailureStage.EDIT, message=str(exc))
             except GuardRefusal as exc:
@@ -388,7 +415,9 @@ class ResearchLoop:
         payload = node.model_dump(mode="json")
         # what is measured here is stored with the node; the journal line and the
         # result.json copy written right after are the only bookkeeping not in the figure
-        node.timing.bookkeeping_s = payload["timing"]["bookkeeping_s"] = round(time.perf_counter() - book_start, 4)
+        node.timing.bookkeeping_s = payload["timing"]["bookkeeping_s"] = round(
+            time.perf_counter() - book_start, 4
+        )
         self.emit("node_finished", node=payload)
         (node_dir / "result.json").write_text(json.dumps(payload, indent=1))
         return node
@@ -414,7 +443,9 @@ class ResearchLoop:
         }
         return candidate_environment(os.environ, contract, self.config.env_allow)
 
-    def _sandbox_request(self, node_id_: str, workdir: Path, output_dir: Path, log: Path, stage: str) -> SandboxRequest:
+    def _sandbox_request(
+        self, node_id_: str, workdir: Path, output_dir: Path, log: Path, stage: str
+    ) -> SandboxRequest:
         smoke = stage == "debug"
         return SandboxRequest(
             workdir=workdir,
@@ -433,7 +464,9 @@ class ResearchLoop:
             max_output_mb=self.max_output_mb,
         )
 
-    def _execute(self, node_id_: str, src_dir: Path, timing: Timing) -> tuple[Execution | None, Score | None, Failure | None]:
+    def _execute(
+        self, node_id_: str, src_dir: Path, timing: Timing
+    ) -> tuple[Execution | None, Score | None, Failure | None]:
         node_dir = self.run.node_dir(node_id_)
         output_dir = node_dir / "outputs"
         workdir = self.run.scratch_dir / node_id_
@@ -441,13 +474,23 @@ class ResearchLoop:
             if self.smoke:
                 smoke_out = node_dir / "smoke_outputs"
                 smoke_out.mkdir(exist_ok=True)
-                execution, failure = self._run_stage(node_id_, src_dir, workdir, smoke_out, node_dir / "smoke_log.txt", "debug", timing)
+                execution, failure = self._run_stage(
+                    node_id_,
+                    src_dir,
+                    workdir,
+                    smoke_out,
+                    node_dir / "smoke_log.txt",
+                    "debug",
+                    timing,
+                )
                 shutil.rmtree(smoke_out, ignore_errors=True)
                 if failure is not None:
                     failure.stage = FailureStage.SMOKE
                     return execution, None, failure
             output_dir.mkdir(exist_ok=True)
-            execution, failure = self._run_stage(node_id_, src_dir, workdir, output_dir, node_dir / "log.txt", "full", timing)
+            execution, failure = self._run_stage(
+                node_id_, src_dir, workdir, output_dir, node_dir / "log.txt", "full", timing
+            )
             if failure is not None:
                 return execution, None, failure
         finally:
@@ -458,20 +501,45 @@ class ResearchLoop:
             self._move_private_outputs(node_id_, output_dir)
             problems = self.task.validate_outputs(output_dir, "val")
             if problems:
-                return execution, None, Failure(stage=FailureStage.CONTRACT, message="; ".join(problems), log_tail=execution.log_tail)
+                return (
+                    execution,
+                    None,
+                    Failure(
+                        stage=FailureStage.CONTRACT,
+                        message="; ".join(problems),
+                        log_tail=execution.log_tail,
+                    ),
+                )
             score = self.task.score(output_dir, "val")
         except ContractError as exc:
-            return execution, None, Failure(stage=FailureStage.CONTRACT, message=str(exc), log_tail=execution.log_tail)
+            return (
+                execution,
+                None,
+                Failure(stage=FailureStage.CONTRACT, message=str(exc), log_tail=execution.log_tail),
+            )
         except Exception as exc:  # the outputs broke the scorer: keep the node, say why
-            return execution, None, Failure(
-                stage=FailureStage.SCORE, message=f"scoring failed: {type(exc).__name__}: {exc}", log_tail=execution.log_tail
+            return (
+                execution,
+                None,
+                Failure(
+                    stage=FailureStage.SCORE,
+                    message=f"scoring failed: {type(exc).__name__}: {exc}",
+                    log_tail=execution.log_tail,
+                ),
             )
         finally:
             timing.scoring_s = round(time.perf_counter() - score_start, 4)
         return execution, score, None
 
     def _run_stage(
-        self, node_id_: str, src_dir: Path, workdir: Path, output_dir: Path, log: Path, stage: str, timing: Timing
+        self,
+        node_id_: str,
+        src_dir: Path,
+        workdir: Path,
+        output_dir: Path,
+        log: Path,
+        stage: str,
+        timing: Timing,
     ) -> tuple[Execution, Failure | None]:
         start = time.perf_counter()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -479,7 +547,9 @@ class ResearchLoop:
         request = self._sandbox_request(node_id_, workdir, output_dir, log, stage)
         prepared = time.perf_counter() - start
         execution = self.sandbox.run(request)
-        timing.sandbox_start_s = round(timing.sandbox_start_s + prepared + execution.start_overhead_s, 4)
+        timing.sandbox_start_s = round(
+            timing.sandbox_start_s + prepared + execution.start_overhead_s, 4
+        )
         timing.candidate_s = round(timing.candidate_s + execution.wall_s, 4)
         if execution.ok:
             return execution, None

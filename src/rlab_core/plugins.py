@@ -16,7 +16,7 @@ import logging
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint, PackageNotFoundError, entry_points, version
 from types import ModuleType
 from typing import Any, Literal
 
@@ -86,6 +86,14 @@ class Registered:
     owner: PluginRecord
 
 
+def _installed(distribution: str) -> bool:
+    try:
+        version(distribution)
+    except PackageNotFoundError:
+        return False
+    return True
+
+
 def _env_list(name: str) -> set[str] | None:
     raw = os.environ.get(name)
     if raw is None or not raw.strip():
@@ -125,7 +133,9 @@ class PluginHost:
                 continue  # the same distribution seen twice on sys.path
             seen.add(ep.name)
             record = self._record_for(ep)
-            if ep.name != BUILTIN and (ep.name in block or (allow is not None and ep.name not in allow)):
+            if ep.name != BUILTIN and (
+                ep.name in block or (allow is not None and ep.name not in allow)
+            ):
                 record.status = "disabled"
                 self.records[ep.name] = record
                 continue
@@ -138,7 +148,9 @@ class PluginHost:
 
     def _register_env_modules(self) -> None:
         for module_name in sorted(_env_list("RLAB_PLUGIN_MODULES") or ()):
-            record = PluginRecord(name=module_name, distribution="(RLAB_PLUGIN_MODULES)", version="", module=module_name)
+            record = PluginRecord(
+                name=module_name, distribution="RLAB_PLUGIN_MODULES", version="", module=module_name
+            )
             try:
                 module = importlib.import_module(module_name)
             except Exception as exc:
@@ -162,7 +174,7 @@ class PluginHost:
         self.records[record.name] = record
         if self.strict:
             raise PluginError(
-                f"Plugin '{record.name}' ({record.distribution} {record.version}) failed to load: "
+                f"Plugin '{record.name}' ({' '.join(filter(None, (record.distribution, record.version)))}) failed to load: "
                 f"{error}; fix or uninstall it, or unset RLAB_STRICT_PLUGINS to skip it."
             )
         log.warning("plugin %s failed to load and is skipped: %s", record.name, error)
@@ -223,9 +235,7 @@ class PluginHost:
                     record.provides.setdefault(kind, []).append(info.name)
         # a plugin that failed during collection contributes nothing
         for kind in KINDS:
-            registry[kind] = {
-                n: r for n, r in registry[kind].items() if r.owner.status == "loaded"
-            }
+            registry[kind] = {n: r for n, r in registry[kind].items() if r.owner.status == "loaded"}
         return registry
 
     @staticmethod
@@ -255,11 +265,15 @@ class PluginHost:
         have = ", ".join(sorted(self.registry[kind])) or "none installed"
         hint = ""
         provider = KNOWN_PROVIDERS.get(kind, {}).get(name)
-        if provider:
+        if provider and not _installed(provider):
             hint = f"; '{name}' comes with the package {provider}, install it to use it"
+        elif provider:
+            hint = f"; the installed {provider} does not provide '{name}' (yet): upgrade it"
         broken = [r.name for r in self.records.values() if r.status == "failed"]
         if broken:
-            hint += f" (plugins that failed to load: {', '.join(sorted(broken))}; see `rlab plugins`)"
+            hint += (
+                f" (plugins that failed to load: {', '.join(sorted(broken))}; see `rlab plugins`)"
+            )
         raise UnknownNameError(f"Unknown {singular} '{name}'; available: {have}{hint}.")
 
     def make_config(self, kind: Kind, name: str, options: dict[str, Any] | None) -> BaseModel:
@@ -289,9 +303,11 @@ class PluginHost:
 
     def notify(self, event: dict[str, Any], run_dir: Any) -> None:
         """Send one event to every observer; a failing observer is logged, never fatal."""
+        offered = {"event": event, "run_dir": run_dir}
         for impl in self.manager.hook.rlab_observe_event.get_hookimpls():
             try:
-                impl.function(event=event, run_dir=run_dir)
+                # like pluggy, pass only the arguments the implementation declares
+                impl.function(**{name: offered[name] for name in impl.argnames if name in offered})
             except Exception:  # an observer must never stop a run
                 log.exception("observer %s failed on event %s", impl.plugin_name, event.get("type"))
 

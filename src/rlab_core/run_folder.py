@@ -109,7 +109,9 @@ class RunFolder:
         elif not candidate.exists() and (Path(out) / str(path)).exists():
             candidate = Path(out) / str(path)
         if not (candidate / JOURNAL_NAME).exists():
-            raise RunFolderError(f"{path} is not a run folder (no {JOURNAL_NAME}); give the path `rlab run` printed.")
+            raise RunFolderError(
+                f"{path} is not a run folder (no {JOURNAL_NAME}); give the path `rlab run` printed."
+            )
         return cls(candidate)
 
     def write_run_json(self, data: dict[str, Any]) -> None:
@@ -121,4 +123,6 @@ class RunFolder:
         try:
             return json.loads(self.run_json.read_text())
         except (OSError, json.JSONDecodeError) as exc:
-            raise RunFolderError(f"Cannot read {self.run_json}: {exc}; the run folder is incomplete.") from None
+            raise RunFolderError(
+                f"Cannot read {self.run_json}: {exc}; the run folder is incomplete."
+            ) from None

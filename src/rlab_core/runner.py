@@ -63,7 +63,9 @@ def resolve_agent_name(host: PluginHost, agent: str | None) -> str:
         return agent
     agents = host.available("agents")
     if not agents:
-        raise UnknownNameError("No agent is installed; install rlab-agents (it brings the offline playbook agent).")
+        raise UnknownNameError(
+            "No agent is installed; install rlab-agents (it brings the offline playbook agent)."
+        )
     return max(agents.items(), key=lambda item: item[1].info.default_priority)[0]
 
 
@@ -71,14 +73,18 @@ def prepare_task(host: PluginHost, config: RunConfig, task_name: str) -> Prepare
     """Prepare the task through its benchmark plugin."""
     benchmark_name, _, task_part = task_name.partition(":")
     benchmark = host.create("benchmarks", benchmark_name, config.benchmark_options)
-    return benchmark.prepare(task_part, cache_home() / benchmark_name, rebuild_cache=config.rebuild_cache)
+    return benchmark.prepare(
+        task_part, cache_home() / benchmark_name, rebuild_cache=config.rebuild_cache
+    )
 
 
 def _check_seed_candidate(path: Path | None) -> None:
     if path is None:
         return
     if not (Path(path) / "main.py").is_file():
-        raise ConfigError(f"--seed-candidate {path} has no main.py; point it at a folder whose main.py runs the program.")
+        raise ConfigError(
+            f"--seed-candidate {path} has no main.py; point it at a folder whose main.py runs the program."
+        )
 
 
 @dataclass
@@ -142,7 +148,11 @@ def start_run(host: PluginHost, config: RunConfig, on_event: EventSink | None = 
 
 
 def resume_run(
-    host: PluginHost, run: RunFolder, *, iterations: int | None = None, on_event: EventSink | None = None
+    host: PluginHost,
+    run: RunFolder,
+    *,
+    iterations: int | None = None,
+    on_event: EventSink | None = None,
 ) -> RunOutcome:
     """Continue a stopped or killed run from its journal, dropping only unfinished nodes."""
     info = run.read_run_json()

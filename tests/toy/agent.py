@@ -14,7 +14,9 @@ from rlab_core.models import Edit, NodeKind, Proposal, Usage
 class ScriptedOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    script: list[dict[str, Any]] = Field(default_factory=list, description="Steps: hypothesis, edits, fix, tokens.")
+    script: list[dict[str, Any]] = Field(
+        default_factory=list, description="Steps: hypothesis, edits, fix, tokens."
+    )
 
 
 class ScriptedAgent(Agent):
@@ -36,7 +38,11 @@ class ScriptedAgent(Agent):
             edits=[Edit(**e) for e in step.get("edits", [])],
             files=step.get("files"),
             move_id=f"step{len(made)}",
-            usage=Usage(input_tokens=step.get("tokens", 0), output_tokens=step.get("tokens", 0) // 2, cost_usd=step.get("cost", 0.0)),
+            usage=Usage(
+                input_tokens=step.get("tokens", 0),
+                output_tokens=step.get("tokens", 0) // 2,
+                cost_usd=step.get("cost", 0.0),
+            ),
         )
 
     def repair(self, context: RepairContext) -> Proposal | None:

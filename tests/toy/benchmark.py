@@ -50,7 +50,14 @@ class ToyBenchmark(Benchmark):
             xs = {s: [rng.uniform(-2, 2) for _ in range(20)] for s in ("train", "val", "test")}
             ys = {s: [3 * x + 1 + rng.gauss(0, 0.1) for x in xs[s]] for s in xs}
             (public / "inputs.json").write_text(
-                json.dumps({"train_x": xs["train"], "train_y": ys["train"], "val_x": xs["val"], "test_x": xs["test"]})
+                json.dumps(
+                    {
+                        "train_x": xs["train"],
+                        "train_y": ys["train"],
+                        "val_x": xs["val"],
+                        "test_x": xs["test"],
+                    }
+                )
             )
             (private / "labels.json").write_text(json.dumps({"val": ys["val"], "test": ys["test"]}))
             (private / "secret_test_labels.txt").write_text("private")
@@ -70,7 +77,10 @@ class ToyTask(PreparedTask):
         self.private = root / "private"
         self.options = options
         self.limits = CandidateLimits(
-            timeout_s=options.timeout_s, memory_mb=options.memory_mb, max_output_mb=options.max_output_mb, smoke_timeout_s=options.timeout_s
+            timeout_s=options.timeout_s,
+            memory_mb=options.memory_mb,
+            max_output_mb=options.max_output_mb,
+            smoke_timeout_s=options.timeout_s,
         )
         self.smoke_run = options.smoke_run
 
@@ -107,8 +117,12 @@ class ToyTask(PreparedTask):
             raise ContractError("; ".join(problems))
         predictions = json.loads((Path(output_dir) / f"{split}_predictions.json").read_text())
         labels = json.loads((self.private / "labels.json").read_text())[split]
-        rmse = math.sqrt(sum((p - y) ** 2 for p, y in zip(predictions, labels, strict=True)) / len(labels))
-        return Score(metrics={"rmse": rmse}, primary=rmse, primary_metric="rmse", higher_is_better=False)
+        rmse = math.sqrt(
+            sum((p - y) ** 2 for p, y in zip(predictions, labels, strict=True)) / len(labels)
+        )
+        return Score(
+            metrics={"rmse": rmse}, primary=rmse, primary_metric="rmse", higher_is_better=False
+        )
 
     def write_submission(self, output_dir: Path, private_dir: Path, dest: Path) -> Path | None:
         source = Path(private_dir) / "test_predictions.json"

@@ -21,11 +21,24 @@ def _agent():
 def rlab_register_benchmarks():
     from toy.benchmark import ToyOptions
 
-    return [BenchmarkInfo("toy", "Fit a line (tests).", _benchmark, ToyOptions, default_task="toy:line", default_priority=-1)]
+    return [
+        BenchmarkInfo(
+            "toy",
+            "Fit a line (tests).",
+            _benchmark,
+            ToyOptions,
+            default_task="toy:line",
+            default_priority=-1,
+        )
+    ]
 
 
 @hookimpl
 def rlab_register_agents():
     from toy.agent import ScriptedOptions
 
-    return [AgentInfo("scripted", "Follows a script (tests).", _agent, ScriptedOptions, default_priority=-1)]
+    return [
+        AgentInfo(
+            "scripted", "Follows a script (tests).", _agent, ScriptedOptions, default_priority=-1
+        )
+    ]

@@ -13,7 +13,11 @@ def target_reason(tree: Tree, rules: StopRules) -> str | None:
     if rules.target_val is None or best is None or best.score is None:
         return None
     score = best.score
-    reached = score.primary >= rules.target_val if score.higher_is_better else score.primary <= rules.target_val
+    reached = (
+        score.primary >= rules.target_val
+        if score.higher_is_better
+        else score.primary <= rules.target_val
+    )
     if reached:
         return f"target reached: {score.primary_metric} {score.primary:.6g} (target {rules.target_val:g}) at {best.id}"
     return None

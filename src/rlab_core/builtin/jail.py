@@ -54,8 +54,20 @@ def bubblewrap_works() -> bool:
     if not bwrap:
         return False
     return _probe(
-        [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net",
-         "--unshare-pid", "--die-with-parent", "true"]
+        [
+            bwrap,
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--unshare-net",
+            "--unshare-pid",
+            "--die-with-parent",
+            "true",
+        ]
     )
 
 
@@ -75,7 +87,10 @@ def detect_level(requested: str = "auto") -> str:
     """The strongest level available here (or the requested one, if it is available)."""
     available = [
         level
-        for level, ok in (("bubblewrap", bubblewrap_works), ("netns", lambda: netns_prefix() is not None))
+        for level, ok in (
+            ("bubblewrap", bubblewrap_works),
+            ("netns", lambda: netns_prefix() is not None),
+        )
         if ok()
     ] + ["none"]
     if requested == "auto":
@@ -125,11 +140,16 @@ def bubblewrap_args(
         "--unshare-pid",
         "--unshare-ipc",
         "--unshare-uts",
-        "--hostname", "rlab-candidate",
-        "--proc", "/proc",
-        "--dev", "/dev",
-        "--tmpfs", "/tmp",
-        "--tmpfs", "/var/tmp",
+        "--hostname",
+        "rlab-candidate",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+        "--tmpfs",
+        "/var/tmp",
     ]
     _bind_system(args)
     mounted: list[Path] = [Path(d) for d in _SYSTEM_DIRS]

@@ -9,6 +9,7 @@ Children still alive when the candidate exits are killed too. Isolation comes fr
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -38,7 +39,9 @@ class LocalSandboxConfig(BaseModel):
     isolation: Literal["auto", "bubblewrap", "netns", "none"] = Field(
         default="auto", description="Isolation level; auto takes the strongest available."
     )
-    python: str | None = Field(default=None, description="Interpreter for candidates; default: rlab's.")
+    python: str | None = Field(
+        default=None, description="Interpreter for candidates; default: rlab's."
+    )
     poll_interval_s: float = Field(default=0.05, gt=0, le=5, description="Supervisor poll period.")
 
 
@@ -83,10 +86,8 @@ class _Group:
 
     def kill(self) -> None:
         """SIGKILL the process group and every descendant ever seen."""
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         for proc in list(self.seen.values()):
             try:
                 if proc.is_running():

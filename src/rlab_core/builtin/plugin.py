@@ -28,8 +28,18 @@ def rlab_register_strategies():
     from rlab_core.builtin.strategies import BestFirstConfig, TreeConfig
 
     return [
-        StrategyInfo("best-first", "Expand the best validated node; one hypothesis per step.", _best_first, BestFirstConfig),
-        StrategyInfo("tree", "Draft from the seeds, debug, improve the best, explore a little.", _tree, TreeConfig),
+        StrategyInfo(
+            "best-first",
+            "Expand the best validated node; one hypothesis per step.",
+            _best_first,
+            BestFirstConfig,
+        ),
+        StrategyInfo(
+            "tree",
+            "Draft from the seeds, debug, improve the best, explore a little.",
+            _tree,
+            TreeConfig,
+        ),
     ]
 
 
@@ -58,6 +68,12 @@ def rlab_register_modes():
         ModeInfo(
             "THOROUGH",
             "Long search with the tree strategy and patient convergence.",
-            {"iterations": 40, "strategy": "tree", "window": 5, "min_iterations": 10, "debug_tries": 2},
+            {
+                "iterations": 40,
+                "strategy": "tree",
+                "window": 5,
+                "min_iterations": 10,
+                "debug_tries": 2,
+            },
         ),
     ]

@@ -47,8 +47,12 @@ class TreeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     num_drafts: int = Field(default=3, ge=0, description="Children drafted from the seeds first.")
-    node_expansion_limit: int = Field(default=3, ge=1, description="Most improve-children per node.")
-    exploration: float = Field(default=0.1, ge=0, le=1, description="Chance of expanding a random node.")
+    node_expansion_limit: int = Field(
+        default=3, ge=1, description="Most improve-children per node."
+    )
+    exploration: float = Field(
+        default=0.1, ge=0, le=1, description="Chance of expanding a random node."
+    )
 
 
 class TreeSearch(Strategy):

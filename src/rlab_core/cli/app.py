@@ -26,8 +26,12 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def root(
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging.", envvar="RLAB_VERBOSE"),
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Debug logging.", envvar="RLAB_VERBOSE"
+    ),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Show the version."
+    ),
 ) -> None:
     """rlab: start from a runnable program, propose, edit, run, score, keep the evidence."""
     setup_logging(verbose)

@@ -40,7 +40,9 @@ def user_errors(func: F) -> F:
             err_console.print(f"[bold red]error:[/] {exc}", soft_wrap=True)
             raise typer.Exit(code=exc.exit_code) from None
         except KeyboardInterrupt:
-            err_console.print("[yellow]interrupted[/]; completed nodes are kept — continue with `rlab resume`.")
+            err_console.print(
+                "[yellow]interrupted[/]; completed nodes are kept — continue with `rlab resume`."
+            )
             sys.exit(130)
 
     return wrapper  # type: ignore[return-value]

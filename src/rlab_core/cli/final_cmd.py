@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import typer
 
@@ -19,15 +20,23 @@ def register(app: typer.Typer) -> None:
 def final(
     run_path: str = typer.Argument("latest", help="Run folder, its id under ./runs, or 'latest'."),
     force: bool = typer.Option(False, "--force", help="Score the test split again (recorded)."),
+    out: Path = typer.Option(
+        Path("runs"),
+        "--out",
+        help="Folder that holds run folders (for ids and 'latest').",
+        envvar="RLAB_OUT",
+    ),
 ) -> None:
     """Score the test split once for the validation-chosen node, audit its code, write final_report.json."""
-    run = RunFolder.open(run_path)
+    run = RunFolder.open(run_path, out)
     report = finalize(make_host(), run, force=force)
     audit = report["audit"]
     console.print(f"[bold]final[/] node {report['node']} (selected by validation)")
     console.print(f"  val  {report['primary_metric']} = {report['val_primary']:.5f}")
     if report["test_metrics"] is not None:
-        console.print(f"  test {report['primary_metric']} = {report['test_primary']:.5f}   {json.dumps(report['test_metrics'])}")
+        console.print(
+            f"  test {report['primary_metric']} = {report['test_primary']:.5f}   {json.dumps(report['test_metrics'])}"
+        )
     else:
         console.print(f"  [red]test predictions unusable:[/] {report['test_error']}")
     state = "[green]clean[/]" if audit["clean"] else f"[red]{len(audit['findings'])} finding(s)[/]"

@@ -26,7 +26,15 @@ def plugins() -> None:
         elif record.status == "disabled":
             detail = "[dim]disabled by RLAB_LOAD_PLUGINS / RLAB_DISABLE_PLUGINS[/]"
         else:
-            detail = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in record.provides.items())
-        status = {"loaded": "[green]loaded[/]", "failed": "[red]failed[/]", "disabled": "[dim]disabled[/]"}
-        table.add_row(record.name, record.distribution, record.version, status[record.status], detail)
+            detail = "; ".join(
+                f"{kind}: {', '.join(names)}" for kind, names in record.provides.items()
+            )
+        status = {
+            "loaded": "[green]loaded[/]",
+            "failed": "[red]failed[/]",
+            "disabled": "[dim]disabled[/]",
+        }
+        table.add_row(
+            record.name, record.distribution, record.version, status[record.status], detail
+        )
     console.print(table)

@@ -31,28 +31,62 @@ def _summary(outcome: RunOutcome) -> None:
         gain = best.score.primary - seed.primary  # type: ignore[union-attr]
         line += f"  (seed {seed.primary:.5f}, {'+' if gain >= 0 else ''}{gain:.5f})"  # type: ignore[union-attr]
     console.print(line)
-    console.print(f"isolation: [bold]{outcome.isolation}[/]   next: `rlab show {outcome.run.root}`, `rlab final {outcome.run.root}`")
+    console.print(
+        f"isolation: [bold]{outcome.isolation}[/]   next: `rlab show {outcome.run.root}`, `rlab final {outcome.run.root}`"
+    )
 
 
 @user_errors
 def run(
-    task: str = typer.Argument(None, help="BENCHMARK:TASK; default: the installed default task.", envvar="RLAB_TASK"),
+    task: str = typer.Argument(
+        None, help="BENCHMARK:TASK; default: the installed default task.", envvar="RLAB_TASK"
+    ),
     agent: str = typer.Option(None, "--agent", "-d", help="Agent name.", envvar="RLAB_AGENT"),
-    strategy: str = typer.Option(None, "--strategy", help="Search strategy.", envvar="RLAB_STRATEGY"),
+    strategy: str = typer.Option(
+        None, "--strategy", help="Search strategy.", envvar="RLAB_STRATEGY"
+    ),
     sandbox: str = typer.Option(None, "--sandbox", help="Sandbox.", envvar="RLAB_SANDBOX"),
-    iterations: int = typer.Option(None, "--iterations", "-i", help="Agent iterations (repairs included).", envvar="RLAB_ITERATIONS"),
-    time_budget: float = typer.Option(None, "--time-budget", help="Wall-clock budget in seconds.", envvar="RLAB_TIME_BUDGET"),
-    max_tokens: int = typer.Option(None, "--max-tokens", help="Token budget.", envvar="RLAB_MAX_TOKENS"),
-    max_cost: float = typer.Option(None, "--max-cost", help="Cost budget in USD.", envvar="RLAB_MAX_COST"),
-    mode: str = typer.Option(None, "--mode", "-m", help="Named preset (see `rlab list modes`).", envvar="RLAB_MODE"),
-    config_file: Path = typer.Option(None, "--config", help="YAML config file.", envvar="RLAB_CONFIG"),
-    target_val: float = typer.Option(None, "--target-val", help="Stop once validation reaches this."),
+    iterations: int = typer.Option(
+        None,
+        "--iterations",
+        "-i",
+        help="Agent iterations (repairs included).",
+        envvar="RLAB_ITERATIONS",
+    ),
+    time_budget: float = typer.Option(
+        None, "--time-budget", help="Wall-clock budget in seconds.", envvar="RLAB_TIME_BUDGET"
+    ),
+    max_tokens: int = typer.Option(
+        None, "--max-tokens", help="Token budget.", envvar="RLAB_MAX_TOKENS"
+    ),
+    max_cost: float = typer.Option(
+        None, "--max-cost", help="Cost budget in USD.", envvar="RLAB_MAX_COST"
+    ),
+    mode: str = typer.Option(
+        None, "--mode", "-m", help="Named preset (see `rlab list modes`).", envvar="RLAB_MODE"
+    ),
+    config_file: Path = typer.Option(
+        None, "--config", help="YAML config file.", envvar="RLAB_CONFIG"
+    ),
+    target_val: float = typer.Option(
+        None, "--target-val", help="Stop once validation reaches this."
+    ),
     seed: int = typer.Option(None, "--seed", help="Random seed.", envvar="RLAB_SEED"),
-    seed_candidate: Path = typer.Option(None, "--seed-candidate", help="Start from your own program folder."),
-    workers: int = typer.Option(None, "--workers", help="Candidates at once (accepted; parallel runs come later)."),
-    out: Path = typer.Option(None, "--out", help="Folder for run folders (default ./runs).", envvar="RLAB_OUT"),
-    rebuild_cache: bool = typer.Option(None, "--rebuild-cache", help="Rebuild the task's prepared data."),
-    option: list[str] = typer.Option(None, "--option", "-o", help="Plugin option, e.g. -o agent.temperature=0.2."),
+    seed_candidate: Path = typer.Option(
+        None, "--seed-candidate", help="Start from your own program folder."
+    ),
+    workers: int = typer.Option(
+        None, "--workers", help="Candidates at once (accepted; parallel runs come later)."
+    ),
+    out: Path = typer.Option(
+        None, "--out", help="Folder for run folders (default ./runs).", envvar="RLAB_OUT"
+    ),
+    rebuild_cache: bool = typer.Option(
+        None, "--rebuild-cache", help="Rebuild the task's prepared data."
+    ),
+    option: list[str] = typer.Option(
+        None, "--option", "-o", help="Plugin option, e.g. -o agent.temperature=0.2."
+    ),
 ) -> None:
     """Run the research loop on a task."""
     cli = {
@@ -73,9 +107,16 @@ def run(
         **parse_overrides(option or []),
     }
     host = make_host()
-    config = build_run_config(host, cli={k: v for k, v in cli.items() if v is not None}, config_file=config_file, mode=mode)
+    config = build_run_config(
+        host,
+        cli={k: v for k, v in cli.items() if v is not None},
+        config_file=config_file,
+        mode=mode,
+    )
     if config.workers > 1:
-        console.print("[yellow]--workers > 1 is accepted but candidates still run one at a time.[/]")
+        console.print(
+            "[yellow]--workers > 1 is accepted but candidates still run one at a time.[/]"
+        )
     outcome = start_run(host, config, on_event=ProgressPrinter(console))
     _summary(outcome)
 
@@ -84,8 +125,16 @@ def run(
 def resume(
     run_path: str = typer.Argument(..., help="Run folder (or its id under ./runs, or 'latest')."),
     iterations: int = typer.Option(None, "--iterations", "-i", help="Raise the iteration budget."),
+    out: Path = typer.Option(
+        Path("runs"),
+        "--out",
+        help="Folder that holds run folders (for ids and 'latest').",
+        envvar="RLAB_OUT",
+    ),
 ) -> None:
     """Continue a stopped or killed run from its journal."""
-    run_folder = RunFolder.open(run_path)
-    outcome = resume_run(make_host(), run_folder, iterations=iterations, on_event=ProgressPrinter(console))
+    run_folder = RunFolder.open(run_path, out)
+    outcome = resume_run(
+        make_host(), run_folder, iterations=iterations, on_event=ProgressPrinter(console)
+    )
     _summary(outcome)

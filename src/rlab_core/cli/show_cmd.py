@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from rlab_core.cli.common import console, user_errors
@@ -15,18 +17,34 @@ def register(app: typer.Typer) -> None:
 
 
 @user_errors
-def show(run_path: str = typer.Argument("latest", help="Run folder, its id under ./runs, or 'latest'.")) -> None:
+def show(
+    run_path: str = typer.Argument("latest", help="Run folder, its id under ./runs, or 'latest'."),
+    out: Path = typer.Option(
+        Path("runs"),
+        "--out",
+        help="Folder that holds run folders (for ids and 'latest').",
+        envvar="RLAB_OUT",
+    ),
+) -> None:
     """Show a run: task, isolation level, stop reason and every node."""
-    run = RunFolder.open(run_path)
+    run = RunFolder.open(run_path, out)
     info = run.read_run_json()
     state = replay(run.journal_path)
     isolation = info.get("isolation", {})
     level = isolation.get("level", "?")
     style = "green" if level == "bubblewrap" else "yellow" if level == "netns" else "bold red"
-    console.print(f"[bold]run[/] {run.run_id}   task [cyan]{info.get('task')}[/]   agent {info.get('agent')}")
-    console.print(f"isolation: [{style}]{level}[/]  ({', '.join(f'{k}={v}' for k, v in isolation.items() if k != 'level')})")
+    console.print(
+        f"[bold]run[/] {run.run_id}   task [cyan]{info.get('task')}[/]   agent {info.get('agent')}"
+    )
+    console.print(
+        f"isolation: [{style}]{level}[/]  ({', '.join(f'{k}={v}' for k, v in isolation.items() if k != 'level')})"
+    )
     progress = f"{state.tree.iterations_used()} iterations, {len(state.tree)} nodes, {state.elapsed_s:.0f}s"
-    console.print(f"stop reason: {state.stop_reason or '[yellow]not stopped (running or killed)[/]'}   ({progress})")
+    console.print(
+        f"stop reason: {state.stop_reason or '[yellow]not stopped (running or killed)[/]'}   ({progress})"
+    )
     if state.in_flight:
-        console.print(f"[yellow]unfinished nodes (dropped on resume):[/] {', '.join(state.in_flight)}")
+        console.print(
+            f"[yellow]unfinished nodes (dropped on resume):[/] {', '.join(state.in_flight)}"
+        )
     console.print(node_table(state.tree, title=f"nodes of {run.run_id}"))

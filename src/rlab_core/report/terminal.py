@@ -49,9 +49,13 @@ class ProgressPrinter:
         elif kind == "node_finished":
             self._node(Node.model_validate(event["node"]))
         elif kind == "branch_closed":
-            self.console.print(f"  [magenta]branch closed[/] {', '.join(event['node_ids'])}: {escape(event['reason'])}")
+            self.console.print(
+                f"  [magenta]branch closed[/] {', '.join(event['node_ids'])}: {escape(event['reason'])}"
+            )
         elif kind == "parent_exhausted":
-            self.console.print(f"  [dim]{event['node_id']} exhausted: {escape(event.get('reason', ''))}[/]")
+            self.console.print(
+                f"  [dim]{event['node_id']} exhausted: {escape(event.get('reason', ''))}[/]"
+            )
         elif kind == "run_stopped":
             self.console.print(f"[bold]stopped:[/] {escape(event['reason'])}")
 
@@ -62,7 +66,11 @@ class ProgressPrinter:
             primary = node.score.primary
             if self.best is None or (primary > self.best if self.higher else primary < self.best):
                 self.best, mark = primary, " [bold green]★ new best[/]"
-        detail = f"val {_score_text(node)}" if node.score else f"[red]{escape(node.failure.message[:160]) if node.failure else ''}[/]"
+        detail = (
+            f"val {_score_text(node)}"
+            if node.score
+            else f"[red]{escape(node.failure.message[:160]) if node.failure else ''}[/]"
+        )
         wall = f"{node.execution.wall_s:.1f}s" if node.execution else "-"
         self.console.print(
             f"  [{style}]{node.id}[/] {node.kind:<7} ← {node.parent_id or '-':<5} {detail}  ({wall}){mark}\n"
@@ -88,6 +96,10 @@ def node_table(tree: Tree, title: str = "nodes") -> Table:
             _score_text(node),
             f"{node.execution.wall_s:.2f}" if node.execution else "-",
             str(node.usage.total_tokens),
-            escape(node.hypothesis if node.failure is None else f"{node.hypothesis}\n[red]{node.failure.stage}: {node.failure.message[:200]}[/]"),
+            escape(
+                node.hypothesis
+                if node.failure is None
+                else f"{node.hypothesis}\n[red]{node.failure.stage}: {node.failure.message[:200]}[/]"
+            ),
         )
     return table

@@ -26,12 +26,28 @@ from rlab_core.interfaces import (
     Strategy,
     StrategyState,
 )
-from rlab_core.models import Execution, Failure, FailureStage, Node, NodeKind, NodeStatus, Proposal, Score
+from rlab_core.models import (
+    Execution,
+    Failure,
+    FailureStage,
+    Node,
+    NodeKind,
+    NodeStatus,
+    Proposal,
+    Score,
+)
 from rlab_core.tree import Tree
 
 
-def _request(tmp: Path, program: str, *, timeout_s: float = 10, memory_mb: int = 512, max_output_mb: float = 1.0,
-             env: dict[str, str] | None = None) -> SandboxRequest:
+def _request(
+    tmp: Path,
+    program: str,
+    *,
+    timeout_s: float = 10,
+    memory_mb: int = 512,
+    max_output_mb: float = 1.0,
+    env: dict[str, str] | None = None,
+) -> SandboxRequest:
     work, data, out, cache = (tmp / n for n in ("work", "data", "out", "cache"))
     for folder in (work, data, out, cache):
         folder.mkdir(parents=True, exist_ok=True)
@@ -40,7 +56,12 @@ def _request(tmp: Path, program: str, *, timeout_s: float = 10, memory_mb: int =
     return SandboxRequest(
         workdir=work,
         command=["python", "main.py"],
-        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "RLAB_DATA_DIR": str(data), "RLAB_OUTPUT_DIR": str(out), **(env or {})},
+        env={
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "RLAB_DATA_DIR": str(data),
+            "RLAB_OUTPUT_DIR": str(out),
+            **(env or {}),
+        },
         data_dir=data,
         output_dir=out,
         cache_dir=cache,
@@ -53,7 +74,9 @@ def _request(tmp: Path, program: str, *, timeout_s: float = 10, memory_mb: int =
 
 def check_sandbox(sandbox: Sandbox) -> None:
     """A sandbox runs candidates, reports exits, kills on timeout/output, passes only the given env."""
-    assert isinstance(sandbox.isolation_level(), str) and sandbox.isolation_level(), "isolation_level() must name a level"
+    assert isinstance(sandbox.isolation_level(), str) and sandbox.isolation_level(), (
+        "isolation_level() must name a level"
+    )
     with tempfile.TemporaryDirectory() as raw:
         tmp = Path(raw)
         ok = _request(
@@ -69,23 +92,37 @@ def check_sandbox(sandbox: Sandbox) -> None:
         finally:
             del os.environ["RLAB_CONFORMANCE_SECRET"]
         assert isinstance(execution, Execution), "run() must return an Execution"
-        assert execution.exit_code == 0 and execution.ok, f"a clean candidate must exit 0: {execution.log_tail}"
-        assert (ok.output_dir / "out.txt").read_text() == "42", "outputs written in the sandbox must reach output_dir"
-        assert "clean" in execution.log_tail, "stdout must be captured in the log tail, and only request.env passed"
+        assert execution.exit_code == 0 and execution.ok, (
+            f"a clean candidate must exit 0: {execution.log_tail}"
+        )
+        assert (ok.output_dir / "out.txt").read_text() == "42", (
+            "outputs written in the sandbox must reach output_dir"
+        )
+        assert "clean" in execution.log_tail, (
+            "stdout must be captured in the log tail, and only request.env passed"
+        )
 
         failing = sandbox.run(_request(tmp / "fail", "import sys\nprint('boom')\nsys.exit(3)\n"))
-        assert failing.exit_code == 3 and not failing.ok, "a non-zero exit code must be reported as is"
+        assert failing.exit_code == 3 and not failing.ok, (
+            "a non-zero exit code must be reported as is"
+        )
         assert "boom" in failing.log_tail
 
         slow = sandbox.run(_request(tmp / "slow", "import time\ntime.sleep(60)\n", timeout_s=1.0))
-        assert slow.timed_out and slow.killed_by == "timeout", "a candidate past its timeout must be killed"
+        assert slow.timed_out and slow.killed_by == "timeout", (
+            "a candidate past its timeout must be killed"
+        )
         assert slow.wall_s < 15, f"the timeout must kill promptly (took {slow.wall_s:.1f}s)"
 
-        flood = sandbox.run(_request(tmp / "flood", "while True:\n    print('x' * 1000)\n", max_output_mb=0.2))
+        flood = sandbox.run(
+            _request(tmp / "flood", "while True:\n    print('x' * 1000)\n", max_output_mb=0.2)
+        )
         assert flood.killed_by == "output", "a candidate flooding its output must be killed"
 
 
-def check_benchmark(benchmark: Benchmark, task: str, cache_root: Path, sandbox: Sandbox | None = None) -> PreparedTask:
+def check_benchmark(
+    benchmark: Benchmark, task: str, cache_root: Path, sandbox: Sandbox | None = None
+) -> PreparedTask:
     """A benchmark lists, prepares, hides its private data and scores its own seed."""
     listings = benchmark.list_tasks()
     assert listings, "list_tasks() must list at least one task"
@@ -100,9 +137,13 @@ def check_benchmark(benchmark: Benchmark, task: str, cache_root: Path, sandbox: 
     assert prepared.data_dir.is_dir(), "data_dir must exist"
     assert prepared.primary_metric, "primary_metric must be named"
     for hidden in prepared.hidden_paths():
-        assert prepared.data_dir.resolve() not in Path(hidden).resolve().parents, f"hidden path {hidden} is inside data_dir"
+        assert prepared.data_dir.resolve() not in Path(hidden).resolve().parents, (
+            f"hidden path {hidden} is inside data_dir"
+        )
     seeds = prepared.seed_candidates()
-    assert seeds and all((s.path / "main.py").is_file() for s in seeds), "every seed needs a main.py"
+    assert seeds and all((s.path / "main.py").is_file() for s in seeds), (
+        "every seed needs a main.py"
+    )
     ids = [m.id for m in prepared.playbook()]
     assert len(ids) == len(set(ids)), "playbook move ids must be unique"
     with tempfile.TemporaryDirectory() as raw:
@@ -142,16 +183,27 @@ def _score_seed(prepared: PreparedTask, sandbox: Sandbox, tmp: Path) -> None:
             env[name] = os.environ[name]
     execution = sandbox.run(
         SandboxRequest(
-            workdir=work, command=["python", "main.py"], env=env, data_dir=prepared.data_dir, output_dir=out,
-            cache_dir=cache, log_path=tmp / "log.txt", hidden_paths=prepared.hidden_paths(),
-            timeout_s=prepared.limits.timeout_s, memory_mb=prepared.limits.memory_mb,
+            workdir=work,
+            command=["python", "main.py"],
+            env=env,
+            data_dir=prepared.data_dir,
+            output_dir=out,
+            cache_dir=cache,
+            log_path=tmp / "log.txt",
+            hidden_paths=prepared.hidden_paths(),
+            timeout_s=prepared.limits.timeout_s,
+            memory_mb=prepared.limits.memory_mb,
             max_output_mb=prepared.limits.max_output_mb,
         )
     )
     assert execution.ok, f"the first seed must run: {execution.log_tail[-500:]}"
-    assert prepared.validate_outputs(out, "val") == [], "the seed's outputs must satisfy the contract"
+    assert prepared.validate_outputs(out, "val") == [], (
+        "the seed's outputs must satisfy the contract"
+    )
     score = prepared.score(out, "val")
-    assert isinstance(score, Score) and math.isfinite(score.primary), "score() must return a finite primary score"
+    assert isinstance(score, Score) and math.isfinite(score.primary), (
+        "score() must return a finite primary score"
+    )
     assert score.primary_metric == prepared.primary_metric
 
 
@@ -170,11 +222,33 @@ def check_agent(agent: Agent, context: AgentContext) -> Proposal:
     return proposal
 
 
-def _node(node_id: str, parent: str | None, status: NodeStatus, primary: float | None, kind: NodeKind = NodeKind.IMPROVE) -> Node:
-    score = Score(metrics={"m": primary}, primary=primary, primary_metric="m") if primary is not None else None
-    failure = None if status == NodeStatus.EVALUATED else Failure(stage=FailureStage.RUN, message="crashed")
-    return Node(id=node_id, parent_id=parent, iteration=0 if parent is None else 1, kind=kind if parent else NodeKind.SEED,
-                status=status, hypothesis=f"h {node_id}", score=score, failure=failure)
+def _node(
+    node_id: str,
+    parent: str | None,
+    status: NodeStatus,
+    primary: float | None,
+    kind: NodeKind = NodeKind.IMPROVE,
+) -> Node:
+    score = (
+        Score(metrics={"m": primary}, primary=primary, primary_metric="m")
+        if primary is not None
+        else None
+    )
+    failure = (
+        None
+        if status == NodeStatus.EVALUATED
+        else Failure(stage=FailureStage.RUN, message="crashed")
+    )
+    return Node(
+        id=node_id,
+        parent_id=parent,
+        iteration=0 if parent is None else 1,
+        kind=kind if parent else NodeKind.SEED,
+        status=status,
+        hypothesis=f"h {node_id}",
+        score=score,
+        failure=failure,
+    )
 
 
 def check_strategy(strategy: Strategy) -> None:
@@ -188,9 +262,17 @@ def check_strategy(strategy: Strategy) -> None:
     tree.add(_node("n0004", "n0000", NodeStatus.FAILED, None))
     rng = random.Random(0)
     for _ in range(50):
-        state = StrategyState(tree=tree, progress=BudgetProgress(), rules=StopRules(), rng=rng, extra={"exhausted": set()})
+        state = StrategyState(
+            tree=tree,
+            progress=BudgetProgress(),
+            rules=StopRules(),
+            rng=rng,
+            extra={"exhausted": set()},
+        )
         for step in strategy.next_steps(state, capacity=1):
-            assert tree.can_be_parent(step.parent_id), f"strategy chose {step.parent_id}, which is not an evaluated node"
+            assert tree.can_be_parent(step.parent_id), (
+                f"strategy chose {step.parent_id}, which is not an evaluated node"
+            )
     rules = StopRules(epsilon=0.01, window=2, min_iterations=1)
     flat = Tree()
     flat.add(_node("n0000", None, NodeStatus.EVALUATED, 0.5))

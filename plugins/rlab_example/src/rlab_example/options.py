@@ -10,5 +10,11 @@ class ExampleOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    train_rows: int = Field(default=60_000, ge=1_000, description="Training rows sampled from Jan-Aug.")
-    eval_rows: int = Field(default=20_000, ge=1_000, description="Rows sampled for each of val (Sep-Oct) and test (Nov-Dec).")
+    train_rows: int = Field(
+        default=60_000, ge=1_000, description="Training rows sampled from Jan-Aug."
+    )
+    eval_rows: int = Field(
+        default=20_000,
+        ge=1_000,
+        description="Rows sampled for each of val (Sep-Oct) and test (Nov-Dec).",
+    )

@@ -69,7 +69,11 @@ MOVES: list[PlaybookMove] = [
                 anchor=_DERIVED,
                 replacement='        r["origin_hour"] = r["origin"] + "-" + r["hour"]\n' + _DERIVED,
             ),
-            Edit(file="main.py", anchor=_MARKER, replacement=_MARKER + 'CATEGORICAL += ["origin_hour"]\n'),
+            Edit(
+                file="main.py",
+                anchor=_MARKER,
+                replacement=_MARKER + 'CATEGORICAL += ["origin_hour"]\n',
+            ),
         ],
         family="classification",
         rank=70,
@@ -84,14 +88,20 @@ MOVES: list[PlaybookMove] = [
     PlaybookMove(
         id="min-level-count",
         hypothesis="Drop categorical levels seen fewer than 30 times in training: their weights are noise.",
-        edits=[Edit(file="main.py", anchor="MIN_LEVEL_COUNT = 1\n", replacement="MIN_LEVEL_COUNT = 30\n")],
+        edits=[
+            Edit(
+                file="main.py", anchor="MIN_LEVEL_COUNT = 1\n", replacement="MIN_LEVEL_COUNT = 30\n"
+            )
+        ],
         family="classification",
         rank=90,
     ),
     PlaybookMove(
         id="newton-steps",
         hypothesis="Take 10 Newton steps instead of 6 so the fit converges with many features.",
-        edits=[Edit(file="main.py", anchor="NEWTON_STEPS = 6\n", replacement="NEWTON_STEPS = 10\n")],
+        edits=[
+            Edit(file="main.py", anchor="NEWTON_STEPS = 6\n", replacement="NEWTON_STEPS = 10\n")
+        ],
         family="classification",
         rank=100,
     ),
