@@ -39,6 +39,13 @@ log = logging.getLogger(__name__)
 
 Kind = Literal["benchmarks", "agents", "strategies", "sandboxes", "modes"]
 KINDS: tuple[Kind, ...] = ("benchmarks", "agents", "strategies", "sandboxes", "modes")
+SINGULAR = {
+    "benchmarks": "benchmark",
+    "agents": "agent",
+    "strategies": "strategy",
+    "sandboxes": "sandbox",
+    "modes": "mode",
+}
 _HOOK_OF_KIND = {kind: f"rlab_register_{kind}" for kind in KINDS}
 _INFO_TYPE = {
     "benchmarks": BenchmarkInfo,
@@ -226,7 +233,7 @@ class PluginHost:
                     existing = registry[kind].get(info.name)
                     if existing is not None:
                         raise PluginError(
-                            f"Two plugins register the {kind[:-1]} '{info.name}': "
+                            f"Two plugins register the {SINGULAR[kind]} '{info.name}': "
                             f"'{existing.owner.name}' ({existing.owner.distribution}) and "
                             f"'{record.name}' ({record.distribution}); uninstall or disable one "
                             "with RLAB_DISABLE_PLUGINS."
@@ -261,7 +268,7 @@ class PluginHost:
         found = self.registry[kind].get(name)
         if found is not None:
             return found
-        singular = kind[:-1] if kind != "strategies" else "strategy"
+        singular = SINGULAR[kind]
         have = ", ".join(sorted(self.registry[kind])) or "none installed"
         hint = ""
         provider = KNOWN_PROVIDERS.get(kind, {}).get(name)
@@ -288,7 +295,7 @@ class PluginHost:
             )
             fields = ", ".join(sorted(reg.info.config.model_fields)) or "none"
             raise ConfigError(
-                f"Invalid options for {kind[:-1] if kind != 'strategies' else 'strategy'} "
+                f"Invalid options for {SINGULAR[kind]} "
                 f"'{name}' (plugin '{reg.owner.name}'): {problems}; its options are: {fields}."
             ) from None
 
