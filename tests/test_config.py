@@ -32,7 +32,7 @@ def test_mode_from_the_command_line_and_user_modes(plugin_host, tmp_path, monkey
     config = build_run_config(plugin_host, cli={}, mode="overnight")
     assert config.iterations is None and config.time_budget_s == 28800
     with pytest.raises(
-        UnknownNameError, match="Unknown mode 'fast'; available: .*MINIMAL.*overnight"
+        UnknownNameError, match=r"Unknown mode 'fast'; available: .*MINIMAL.*overnight"
     ):
         build_run_config(plugin_host, cli={}, mode="fast")
 
@@ -67,5 +67,5 @@ def test_overrides_parse_yaml_values_into_sections():
         "strategy_options": {"num_drafts": 4},
     }
     for bad in ("temperature=0.2", "model.x=1", "agent.=3", "agent.x"):
-        with pytest.raises(ConfigError, match="SECTION.OPTION=VALUE"):
+        with pytest.raises(ConfigError, match=r"SECTION\.OPTION=VALUE"):
             parse_overrides([bad])

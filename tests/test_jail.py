@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
+
 from rlab_core.builtin import jail
 from rlab_core.builtin.local_sandbox import LocalSandbox, LocalSandboxConfig
 from rlab_core.journal import replay

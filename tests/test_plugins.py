@@ -61,7 +61,7 @@ def test_a_plugin_whose_hook_raises_is_isolated_unless_strict():
     assert "cannot find my docker socket" in host.records["broken"].error
     strict = PluginHost(use_entry_points=False, strict=True)
     strict.register(_RaisingPlugin(), name="broken")
-    with pytest.raises(PluginError, match="Plugin 'broken'.*cannot find my docker socket"):
+    with pytest.raises(PluginError, match=r"Plugin 'broken'.*cannot find my docker socket"):
         strict.available("sandboxes")
 
 
