@@ -175,3 +175,11 @@ def test_hidden_paths_inside_a_mounted_tree_are_invisible(tmp_path):
 @pytest.mark.parametrize("isolation", ["none", pytest.param("bubblewrap", marks=needs_bwrap)])
 def test_local_sandbox_passes_the_conformance_suite(isolation):
     check_sandbox(LocalSandbox(LocalSandboxConfig(isolation=isolation)))
+
+
+@pytest.mark.skipif(jail.netns_prefix() is None, reason="no network namespaces here")
+def test_netns_level_cuts_the_network_only(run_toy, rlab_cache, tmp_path, monkeypatch):
+    report, connections = _probe(run_toy, rlab_cache, tmp_path, monkeypatch, "netns")
+    assert report["socket"] != "allowed" and connections == 0
+    assert report["read_outside"] == "allowed"  # files stay open at this level: it is weaker
+    assert report["secret_vars"] == []

@@ -335,3 +335,33 @@ def test_node_records_timing_usage_and_the_execution(run_toy):
     result = json.loads((outcome.run.node_dir(node.id) / "result.json").read_text())
     assert result["id"] == node.id and result["score"]["primary"] == node.score.primary
     assert (outcome.run.node_dir(node.id) / "log.txt").read_text().startswith("stage full full")
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    from rlab_core.hookspecs import hookimpl
+
+    @hookimpl
+    def rlab_observe_event(self, event):  # declares only `event`: pluggy allows a subset
+        self.events.append(event["type"])
+
+
+class _BrokenObserver:
+    from rlab_core.hookspecs import hookimpl
+
+    @hookimpl
+    def rlab_observe_event(self, event, run_dir):
+        raise RuntimeError("tracker is down")
+
+
+def test_observers_receive_every_event_and_a_broken_one_never_stops_the_run(run_toy, toy_host):
+    recorder = _Recorder()
+    toy_host.register(recorder, name="recorder")
+    toy_host.register(_BrokenObserver(), name="broken-tracker")
+    outcome = run_toy([SLOPE_2])
+    events, _ = read_events(outcome.run.journal_path)
+    assert recorder.events == [e["type"] for e in events]
+    assert recorder.events[0] == "run_started" and "run_stopped" in recorder.events
+    assert outcome.best.hypothesis == SLOPE_2["hypothesis"]

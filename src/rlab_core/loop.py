@@ -9,9 +9,7 @@ nodes get ``debug_tries`` repairs; a branch whose repairs fail too is closed as
 from __future__ import annotations
 
 import json
-import os
 import random
-import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,15 +27,15 @@ from rlab_core.edits import (
     unified_diff,
     write_source,
 )
-from rlab_core.errors import AgentError, ContractError, EditError, GuardRefusal, NothingToPropose
-from rlab_core.guard import candidate_environment, check_new_tokens
+from rlab_core.errors import AgentError, EditError, GuardRefusal, NothingToPropose
+from rlab_core.evaluation import CandidateEvaluator
+from rlab_core.guard import check_new_tokens
 from rlab_core.interfaces import (
     Agent,
     AgentContext,
     PreparedTask,
     RepairContext,
     Sandbox,
-    SandboxRequest,
     Step,
     StopRules,
     Strategy,
@@ -59,27 +57,6 @@ from rlab_core.plugins import PluginHost
 from rlab_core.run_folder import RunFolder
 
 EventSink = Callable[[dict[str, Any]], None]
-THREAD_VARIABLES = (
-    "OMP_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "NUMEXPR_NUM_THREADS",
-)
-
-
-def describe_execution_failure(execution: Execution, limits: SandboxRequest) -> str:
-    """One sentence on why a candidate run failed."""
-    if execution.killed_by == "timeout":
-        return f"killed after {limits.timeout_s:g}s wall-clock timeout"
-    if execution.killed_by == "memory":
-        return f"killed for using more than {limits.memory_mb} MiB of memory (peak {execution.peak_memory_mb:.0f} MiB)"
-    if execution.killed_by == "output":
-        return f"killed for printing more than {limits.max_output_mb:g} MiB of output"
-    if execution.killed_by == "signal":
-        return "killed by a signal"
-    last = [line for line in execution.log_tail.strip().splitlines() if line.strip()]
-    hint = f": {last[-1].strip()[:300]}" if last else ""
-    return f"exited with code {execution.exit_code}{hint}"
 
 
 class ResearchLoop:
@@ -118,12 +95,7 @@ class ResearchLoop:
         self._problem = task.context()
         self._playbook = task.playbook()
         self._sources: dict[str, SourceFiles] = {}
-        limits = task.limits
-        self.timeout_s = config.timeout_s or limits.timeout_s
-        self.memory_mb = config.memory_mb or limits.memory_mb
-        self.max_output_mb = config.max_output_mb or limits.max_output_mb
-        self.smoke = task.smoke_run if config.smoke_run is None else config.smoke_run
-        self.threads = config.threads or max(1, (os.cpu_count() or 1) // config.workers)
+        self.evaluator = CandidateEvaluator(config=config, run=run, task=task, sandbox=sandbox)
 
     # ------------------------------------------------------------------ events
 
@@ -382,7 +354,7 @@ class ResearchLoop:
         execution: Execution | None = None
         score: Score | None = None
         if failure is None:
-            execution, score, failure = self._execute(new_id, src_dir, timing)
+            execution, score, failure = self.evaluator.evaluate(new_id, src_dir, timing)
 
         node = Node(
             id=new_id,
@@ -421,148 +393,3 @@ class ResearchLoop:
         self.emit("node_finished", node=payload)
         (node_dir / "result.json").write_text(json.dumps(payload, indent=1))
         return node
-
-    # ------------------------------------------------------------------ running a candidate
-
-    def _contract_env(self, workdir: Path, output_dir: Path, stage: str) -> dict[str, str]:
-        threads = str(self.threads)
-        contract = {
-            "RLAB_DATA_DIR": str(self.task.data_dir),
-            "RLAB_OUTPUT_DIR": str(output_dir),
-            "RLAB_CACHE_DIR": str(self.run.cache_dir),
-            "RLAB_STAGE": stage,
-            "RLAB_SEED": str(self.config.seed),
-            "RLAB_THREADS": threads,
-            "HOME": str(workdir),
-            "TMPDIR": "/tmp",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONUNBUFFERED": "1",
-            "PYTHONHASHSEED": str(self.config.seed),
-            "MPLBACKEND": "Agg",
-            **dict.fromkeys(THREAD_VARIABLES, threads),
-        }
-        return candidate_environment(os.environ, contract, self.config.env_allow)
-
-    def _sandbox_request(
-        self, node_id_: str, workdir: Path, output_dir: Path, log: Path, stage: str
-    ) -> SandboxRequest:
-        smoke = stage == "debug"
-        return SandboxRequest(
-            workdir=workdir,
-            command=["python", "main.py", *(["--debug"] if smoke else [])],
-            env=self._contract_env(workdir, output_dir, stage),
-            data_dir=self.task.data_dir,
-            output_dir=output_dir,
-            cache_dir=self.run.cache_dir,
-            log_path=log,
-            hidden_paths=[
-                *self.task.hidden_paths(),
-                self.run.root,  # the run folder: other nodes, private predictions, the journal
-            ],
-            timeout_s=self.task.limits.smoke_timeout_s if smoke else self.timeout_s,
-            memory_mb=self.memory_mb,
-            max_output_mb=self.max_output_mb,
-        )
-
-    def _execute(
-        self, node_id_: str, src_dir: Path, timing: Timing
-    ) -> tuple[Execution | None, Score | None, Failure | None]:
-        node_dir = self.run.node_dir(node_id_)
-        output_dir = node_dir / "outputs"
-        workdir = self.run.scratch_dir / node_id_
-        try:
-            if self.smoke:
-                smoke_out = node_dir / "smoke_outputs"
-                smoke_out.mkdir(exist_ok=True)
-                execution, failure = self._run_stage(
-                    node_id_,
-                    src_dir,
-                    workdir,
-                    smoke_out,
-                    node_dir / "smoke_log.txt",
-                    "debug",
-                    timing,
-                )
-                shutil.rmtree(smoke_out, ignore_errors=True)
-                if failure is not None:
-                    failure.stage = FailureStage.SMOKE
-                    return execution, None, failure
-            output_dir.mkdir(exist_ok=True)
-            execution, failure = self._run_stage(
-                node_id_, src_dir, workdir, output_dir, node_dir / "log.txt", "full", timing
-            )
-            if failure is not None:
-                return execution, None, failure
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
-
-        score_start = time.perf_counter()
-        try:
-            self._move_private_outputs(node_id_, output_dir)
-            problems = self.task.validate_outputs(output_dir, "val")
-            if problems:
-                return (
-                    execution,
-                    None,
-                    Failure(
-                        stage=FailureStage.CONTRACT,
-                        message="; ".join(problems),
-                        log_tail=execution.log_tail,
-                    ),
-                )
-            score = self.task.score(output_dir, "val")
-        except ContractError as exc:
-            return (
-                execution,
-                None,
-                Failure(stage=FailureStage.CONTRACT, message=str(exc), log_tail=execution.log_tail),
-            )
-        except Exception as exc:  # the outputs broke the scorer: keep the node, say why
-            return (
-                execution,
-                None,
-                Failure(
-                    stage=FailureStage.SCORE,
-                    message=f"scoring failed: {type(exc).__name__}: {exc}",
-                    log_tail=execution.log_tail,
-                ),
-            )
-        finally:
-            timing.scoring_s = round(time.perf_counter() - score_start, 4)
-        return execution, score, None
-
-    def _run_stage(
-        self,
-        node_id_: str,
-        src_dir: Path,
-        workdir: Path,
-        output_dir: Path,
-        log: Path,
-        stage: str,
-        timing: Timing,
-    ) -> tuple[Execution, Failure | None]:
-        start = time.perf_counter()
-        shutil.rmtree(workdir, ignore_errors=True)
-        copy_source(src_dir, workdir)
-        request = self._sandbox_request(node_id_, workdir, output_dir, log, stage)
-        prepared = time.perf_counter() - start
-        execution = self.sandbox.run(request)
-        timing.sandbox_start_s = round(
-            timing.sandbox_start_s + prepared + execution.start_overhead_s, 4
-        )
-        timing.candidate_s = round(timing.candidate_s + execution.wall_s, 4)
-        if execution.ok:
-            return execution, None
-        return execution, Failure(
-            stage=FailureStage.RUN,
-            message=describe_execution_failure(execution, request),
-            log_tail=execution.log_tail[-2000:],
-        )
-
-    def _move_private_outputs(self, node_id_: str, output_dir: Path) -> None:
-        """Move test-side predictions out of reach before anything reads the outputs."""
-        for pattern in self.task.private_outputs:
-            for path in sorted(output_dir.glob(pattern)):
-                target = self.run.private_node_dir(node_id_) / path.relative_to(output_dir)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(str(path), str(target))

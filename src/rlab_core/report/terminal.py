@@ -41,6 +41,11 @@ class ProgressPrinter:
                 f"{event['primary_metric']} ({'higher' if self.higher else 'lower'} is better)  "
                 f"isolation [bold]{event['isolation']}[/]"
             )
+            if event["isolation"] == "none":
+                self.console.print(
+                    "[bold red]WARNING: candidates run WITHOUT isolation (network and files open); "
+                    "install bubblewrap (apt-get install bubblewrap) to jail them.[/]"
+                )
         elif kind == "run_resumed":
             self.console.print(
                 f"[bold]resumed[/] with {event['nodes']} completed nodes; abandoned: "
