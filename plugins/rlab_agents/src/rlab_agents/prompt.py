@@ -1,0 +1,160 @@
+"""What an agent is told: problem, solution tree, parent source, budget, output contract.
+
+The tree is rendered oldest first. When it outgrows the character budget, the oldest
+nodes are compacted first — their diffs dropped, then their entries shortened to one line —
+so the newest evidence always arrives whole.
+"""
+
+from __future__ import annotations
+
+from rlab_core.interfaces import AgentContext, NodeSummary, RepairContext
+
+OUTPUT_CONTRACT = """\
+Reply with ONE JSON object and nothing else:
+{"hypothesis": "<one sentence: what the change should do and why>",
+ "rationale": "<optional, a few sentences>",
+ "edits": [{"file": "<path relative to the candidate folder>",
+            "anchor": "<exact text that occurs exactly once in that file>",
+            "replacement": "<text that takes the anchor's place>"}]}
+Rules: one focused hypothesis per reply; each anchor must be copied exactly from the current
+file and occur there exactly once (include surrounding lines to make it unique); edits apply
+in order, each to the result of the previous one; to create a file use an empty anchor;
+only these files may change: {editable}. The framework scores validation itself from the
+prediction files; never read test labels, never use the network, never start processes."""
+
+SYSTEM = (
+    "You are a careful ML research engineer improving a program step by step. Each step you "
+    "propose exactly one hypothesis and the minimal code edit that tests it. You learn from "
+    "every earlier result in the solution tree, including failures."
+)
+
+
+def _score(node: NodeSummary, metric: str) -> str:
+    if node.primary is None:
+        return "no score"
+    return f"val {metric}={node.primary:.6g}" + (" (improved on its parent)" if node.improved_on_parent else "")
+
+
+def render_node(node: NodeSummary, metric: str, *, with_diff: bool, short: bool = False) -> str:
+    """One node of the tree as markdown."""
+    origin = f"{node.kind} of {node.parent_id}" if node.parent_id else "seed"
+    if node.repair_of:
+        origin += f", repairing {node.repair_of}"
+    head = f"- {node.id} ({origin}) {node.status}, {_score(node, metric)}: {node.hypothesis}"
+    if short:
+        return head[:240]
+    lines = [head]
+    if node.failure:
+        lines.append(f"  failure: {node.failure[:600]}")
+    if with_diff and node.diff:
+        lines.append("  ```diff\n" + "\n".join("  " + line for line in node.diff.splitlines()) + "\n  ```")
+    return "\n".join(lines)
+
+
+def render_tree(context: AgentContext, budget_chars: int) -> str:
+    """The whole tree, oldest first, compacted from the oldest end to fit ``budget_chars``."""
+    nodes = context.tree
+    metric = context.primary_metric
+    levels = [2] * len(nodes)  # 2 = full with diff, 1 = without diff, 0 = one line
+
+    def render() -> str:
+        return "\n".join(
+            render_node(n, metric, with_diff=level == 2, short=level == 0)
+            for n, level in zip(nodes, levels, strict=True)
+        )
+
+    text = render()
+    for target in (1, 0):
+        index = 0
+        while len(text) > budget_chars and index < len(nodes) - 1:  # the newest stays whole
+            if levels[index] > target:
+                levels[index] = target
+                text = render()
+            index += 1
+    if len(text) > budget_chars:
+        kept = text[-budget_chars:]
+        text = "(older nodes omitted)\n" + kept[kept.find("\n") + 1 :]
+    compacted = sum(level < 2 for level in levels)
+    note = f"({compacted} oldest nodes compacted to fit the prompt budget)\n" if compacted else ""
+    return note + text
+
+
+def render_source(files: dict[str, str], budget_chars: int) -> str:
+    """The parent's source files as fenced blocks (truncated past the budget)."""
+    parts, used = [], 0
+    for path, text in sorted(files.items()):
+        block = f"### {path}\n```\n{text}\n```"
+        if used + len(block) > budget_chars:
+            parts.append(f"### {path}\n(omitted: the prompt budget is spent; {len(text)} characters)")
+            continue
+        parts.append(block)
+        used += len(block)
+    return "\n\n".join(parts)
+
+
+def render_progress(context: AgentContext) -> str:
+    p = context.progress
+    parts = [f"iterations {p.iterations_used}/{p.iterations_max or '∞'}", f"elapsed {p.elapsed_s:.0f}s"]
+    if p.time_budget_s:
+        parts.append(f"of {p.time_budget_s:.0f}s")
+    if p.max_tokens:
+        parts.append(f"tokens {p.tokens_used}/{p.max_tokens}")
+    if p.max_cost:
+        parts.append(f"cost ${p.cost_used:.2f}/${p.max_cost:.2f}")
+    return f"{', '.join(parts)}; phase: {p.phase} (explore early, refine late)"
+
+
+def build_prompt(context: AgentContext, *, tree_budget: int = 40_000, source_budget: int = 60_000) -> str:
+    """The user message for a new hypothesis on ``context.parent``."""
+    direction = "higher" if context.higher_is_better else "lower"
+    parent = context.parent
+    return "\n\n".join(
+        [
+            f"# Task {context.task}\n\n{context.problem}",
+            f"Primary metric: {context.primary_metric} ({direction} is better).",
+            f"# Solution tree so far (oldest first)\n{render_tree(context, tree_budget)}",
+            f"# Budget\n{render_progress(context)}",
+            f"# Parent {parent.id}: {parent.hypothesis} ({_score(parent, context.primary_metric)})\n"
+            + render_source(context.parent_source, source_budget),
+            "# Your step\nPropose the single most promising next hypothesis for this parent, "
+            "different from what the tree shows was already tried on its lineage.",
+            OUTPUT_CONTRACT.replace("{editable}", ", ".join(context.editable_files)),
+        ]
+    )
+
+
+def build_repair_prompt(context: RepairContext, *, tree_budget: int = 20_000, source_budget: int = 60_000) -> str:
+    """The user message asking to repair the failed node ``context.parent``."""
+    return "\n\n".join(
+        [
+            f"# Task {context.task}\n\n{context.problem}",
+            f"# Solution tree so far (oldest first)\n{render_tree(context, tree_budget)}",
+            f"# Failed node {context.parent.id} (repair attempt {context.attempt})\n"
+            f"Original hypothesis: {context.original_hypothesis}\nError: {context.error}\n"
+            f"Log tail:\n```\n{context.log_tail[-3000:]}\n```",
+            "# Its current source\n" + render_source(context.parent_source, source_budget),
+            "# Your step\nFix the error with the smallest edit that keeps the original hypothesis.",
+            OUTPUT_CONTRACT.replace("{editable}", ", ".join(context.editable_files)),
+        ]
+    )
+
+
+def build_instructions(context: AgentContext, *, tree_budget: int = 30_000) -> str:
+    """Markdown instructions for an external coding agent working in a copy of the parent."""
+    direction = "higher" if context.higher_is_better else "lower"
+    repair = ""
+    if isinstance(context, RepairContext):
+        repair = (
+            f"\n## Repair\nThis program failed. Original hypothesis: {context.original_hypothesis}\n"
+            f"Error: {context.error}\n```\n{context.log_tail[-3000:]}\n```\nFix it with the smallest change.\n"
+        )
+    return (
+        f"# Task {context.task}\n\n{context.problem}\n\nPrimary metric: {context.primary_metric} "
+        f"({direction} is better).\n\n## Solution tree so far\n{render_tree(context, tree_budget)}\n\n"
+        f"## Budget\n{render_progress(context)}\n{repair}\n## What to do\n"
+        "The program in this folder is the parent. Make ONE focused change that tests one "
+        "hypothesis, editing only these files: "
+        f"{', '.join(context.editable_files)}. Then write the hypothesis, one sentence, to a "
+        "file named HYPOTHESIS.md in this folder. Do not run the program, do not use the "
+        "network, do not read test labels.\n"
+    )
