@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import edit, extra
 
+from rlab_core.errors import AgentAuthError
+from rlab_core.hookspecs import hookimpl
 from rlab_core.journal import read_events, replay
 from rlab_core.models import FailureStage, NodeKind, NodeStatus
 
@@ -341,16 +344,12 @@ class _Recorder:
     def __init__(self) -> None:
         self.events: list[str] = []
 
-    from rlab_core.hookspecs import hookimpl
-
     @hookimpl
     def rlab_observe_event(self, event):  # declares only `event`: pluggy allows a subset
         self.events.append(event["type"])
 
 
 class _BrokenObserver:
-    from rlab_core.hookspecs import hookimpl
-
     @hookimpl
     def rlab_observe_event(self, event, run_dir):
         raise RuntimeError("tracker is down")
@@ -365,3 +364,12 @@ def test_observers_receive_every_event_and_a_broken_one_never_stops_the_run(run_
     assert recorder.events == [e["type"] for e in events]
     assert recorder.events[0] == "run_started" and "run_stopped" in recorder.events
     assert outcome.best.hypothesis == SLOPE_2["hypothesis"]
+
+
+def test_refused_credentials_stop_the_run_with_the_reason_and_keep_every_node(run_toy, tmp_path):
+    with pytest.raises(AgentAuthError, match="OPENAI_API_KEY was refused"):
+        run_toy([SLOPE_2, {"auth_error": "the key in OPENAI_API_KEY was refused; set a valid one"}])
+    journal = next((tmp_path / "runs").glob("*/journal.jsonl"))
+    state = replay(journal)
+    assert state.stop_reason.startswith("agent credentials refused: the key in OPENAI_API_KEY")
+    assert [n.hypothesis for n in state.tree][1] == SLOPE_2["hypothesis"] and not state.in_flight

@@ -27,7 +27,7 @@ from rlab_core.edits import (
     unified_diff,
     write_source,
 )
-from rlab_core.errors import AgentError, EditError, GuardRefusal, NothingToPropose
+from rlab_core.errors import AgentAuthError, AgentError, EditError, GuardRefusal, NothingToPropose
 from rlab_core.evaluation import CandidateEvaluator
 from rlab_core.guard import check_new_tokens
 from rlab_core.interfaces import (
@@ -129,8 +129,13 @@ class ResearchLoop:
                     reason = "nothing left to expand: the agent has no untried change for any evaluated node"
             if reason is not None:
                 break
-            for step in steps:
-                self._expand(step)
+            try:
+                for step in steps:
+                    self._expand(step)
+            except AgentAuthError as exc:
+                # the run cannot go on without new credentials: say so in the journal first
+                self.emit("run_stopped", reason=f"agent credentials refused: {exc}", best=None)
+                raise
         self.emit(
             "run_stopped", reason=reason, best=(self.tree.best().id if self.tree.best() else None)
         )

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlab_core.errors import AgentError, NothingToPropose
+from rlab_core.errors import AgentAuthError, AgentError, NothingToPropose
 from rlab_core.interfaces import Agent, AgentContext, RepairContext
 from rlab_core.models import Edit, NodeKind, Proposal, Usage
 
@@ -31,6 +31,8 @@ class ScriptedAgent(Agent):
         if len(made) >= len(self.script):
             raise NothingToPropose("the script is finished")
         step = self.script[len(made)]
+        if step.get("auth_error"):
+            raise AgentAuthError(step["auth_error"])
         if step.get("agent_error"):
             raise AgentError(step["agent_error"])
         return Proposal(
