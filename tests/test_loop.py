@@ -283,6 +283,11 @@ def test_agent_errors_fail_the_node_and_the_run_goes_on(run_toy):
     assert outcome.best.hypothesis == SLOPE_2["hypothesis"]
 
 
+def test_an_agent_that_keeps_failing_stops_the_run(run_toy):
+    outcome = run_toy([{"agent_error": f"timeout {i}"} for i in range(8)], iterations=None)
+    assert outcome.stop_reason.startswith("the agent failed 5 times in a row (last: timeout 4)")
+
+
 def test_smoke_run_fails_fast_and_records_the_debug_stage(run_toy):
     debug_only_crash = {
         "hypothesis": "breaks only in debug",

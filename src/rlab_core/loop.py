@@ -57,6 +57,8 @@ from rlab_core.plugins import PluginHost
 from rlab_core.run_folder import RunFolder
 
 EventSink = Callable[[dict[str, Any]], None]
+#: A run whose agent keeps failing stops instead of burning its budget on nothing.
+MAX_AGENT_FAILURES_IN_A_ROW = 5
 
 
 class ResearchLoop:
@@ -154,6 +156,14 @@ class ResearchLoop:
     def _stop_reason(self) -> str | None:
         if not self.tree.evaluated():
             return "no seed candidate ran successfully; see the seed nodes' logs (`rlab show`)"
+        recent = list(self.tree)[-MAX_AGENT_FAILURES_IN_A_ROW:]
+        if len(recent) == MAX_AGENT_FAILURES_IN_A_ROW and all(
+            n.failure is not None and n.failure.stage == FailureStage.AGENT for n in recent
+        ):
+            return (
+                f"the agent failed {MAX_AGENT_FAILURES_IN_A_ROW} times in a row "
+                f"(last: {recent[-1].failure.message[:200]}); check its backend and options"
+            )
         return budget_stop_reason(self.progress()) or self.strategy.stop_reason(
             self._strategy_state()
         )
