@@ -276,10 +276,11 @@ def test_children_that_outlive_the_candidate_are_killed(run_toy, tmp_path):
 
 
 def test_agent_errors_fail_the_node_and_the_run_goes_on(run_toy):
-    outcome = run_toy([{"agent_error": "the model replied with prose"}, SLOPE_2])
+    outcome = run_toy([{"agent_error": "the model replied with prose", "tokens": 321}, SLOPE_2])
     tree = replay(outcome.run.journal_path).tree
     failed = [n for n in tree if n.failure and n.failure.stage == FailureStage.AGENT]
     assert len(failed) == 1 and "prose" in failed[0].failure.message
+    assert failed[0].usage.input_tokens == 321  # what a failed call spent still counts
     assert outcome.best.hypothesis == SLOPE_2["hypothesis"]
 
 

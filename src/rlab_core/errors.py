@@ -53,8 +53,14 @@ class ContractError(RlabUserError):
 class AgentError(Exception):
     """An agent could not produce a proposal (backend unreachable, reply unusable after retries).
 
-    The loop records the failure on the node and goes on.
+    The loop records the failure on the node and goes on. ``usage`` (a
+    :class:`~rlab_core.models.Usage`) is what the failed attempt spent; it counts
+    against the run's token and cost budgets.
     """
+
+    def __init__(self, message: str, *, usage: object | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage
 
 
 class AgentAuthError(RlabUserError):

@@ -52,6 +52,7 @@ from rlab_core.models import (
     Proposal,
     Score,
     Timing,
+    Usage,
 )
 from rlab_core.plugins import PluginHost
 from rlab_core.run_folder import RunFolder
@@ -222,7 +223,8 @@ class ResearchLoop:
             self.emit("parent_exhausted", node_id=parent.id, reason=str(exc))
             return
         except AgentError as exc:
-            self._record_agent_failure(parent, kind, str(exc), time.perf_counter() - started)
+            usage = exc.usage if isinstance(exc.usage, Usage) else Usage()
+            self._record_agent_failure(parent, kind, str(exc), time.perf_counter() - started, usage)
             return
         node = self._build_node(
             parent=parent, proposal=proposal, kind=kind, agent_s=time.perf_counter() - started
@@ -231,7 +233,7 @@ class ResearchLoop:
             self._repair(node)
 
     def _record_agent_failure(
-        self, parent: Node, kind: NodeKind, message: str, agent_s: float
+        self, parent: Node, kind: NodeKind, message: str, agent_s: float, usage: Usage
     ) -> None:
         new_id = self._new_id()
         self.emit("node_started", id=new_id, parent_id=parent.id, kind=str(kind))
@@ -243,6 +245,7 @@ class ResearchLoop:
             status=NodeStatus.FAILED,
             hypothesis="(the agent produced no usable proposal)",
             failure=Failure(stage=FailureStage.AGENT, message=message),
+            usage=usage,
             timing=Timing(agent_s=agent_s),
             created_at=time.time(),
             finished_at=time.time(),

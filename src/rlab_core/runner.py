@@ -21,6 +21,7 @@ from rlab_core.journal import Journal, RunState, replay
 from rlab_core.loop import EventSink, ResearchLoop
 from rlab_core.models import Node
 from rlab_core.plugins import PluginHost
+from rlab_core.report.html import write_report_quietly
 from rlab_core.run_folder import RunFolder, cache_home
 
 
@@ -102,13 +103,12 @@ def _make_parts(host: PluginHost, config: RunConfig, task_name: str) -> _Parts:
     host.make_config("strategies", config.strategy, config.strategy_options)
     host.make_config("sandboxes", config.sandbox, config.sandbox_options)
     _check_seed_candidate(config.seed_candidate)
+    # construct the cheap parts first: a missing executable or daemon fails before data work
+    agent = host.create("agents", agent_name, config.agent_options)
+    strategy = host.create("strategies", config.strategy, config.strategy_options)
+    sandbox = host.create("sandboxes", config.sandbox, config.sandbox_options)
     task = prepare_task(host, config, task_name)
-    return _Parts(
-        task=task,
-        agent=host.create("agents", agent_name, config.agent_options),
-        strategy=host.create("strategies", config.strategy, config.strategy_options),
-        sandbox=host.create("sandboxes", config.sandbox, config.sandbox_options),
-    )
+    return _Parts(task=task, agent=agent, strategy=strategy, sandbox=sandbox)
 
 
 def _run_json(host: PluginHost, config: RunConfig, task_name: str, parts: _Parts) -> dict[str, Any]:
@@ -206,6 +206,9 @@ def _search(loop: ResearchLoop, run: RunFolder, parts: _Parts) -> RunOutcome:
         loop.journal.close()
         parts.agent.close()
         parts.sandbox.close()
+        # the dashboard (report.html), also for a run that stopped on an error; a failure
+        # to write it is a logged warning and never fails the run
+        write_report_quietly(run)
     return RunOutcome(
         run=run,
         stop_reason=reason,

@@ -34,7 +34,7 @@ class ScriptedAgent(Agent):
         if step.get("auth_error"):
             raise AgentAuthError(step["auth_error"])
         if step.get("agent_error"):
-            raise AgentError(step["agent_error"])
+            raise AgentError(step["agent_error"], usage=Usage(input_tokens=step.get("tokens", 0)))
         return Proposal(
             hypothesis=step["hypothesis"],
             edits=[Edit(**e) for e in step.get("edits", [])],

@@ -16,7 +16,8 @@ app = typer.Typer(help="List what is installed.", no_args_is_help=True)
 def _options_text(model: type[BaseModel]) -> str:
     lines = []
     for name, field in model.model_fields.items():
-        default = field.default if field.default is not None else "-"
+        value = field.get_default(call_default_factory=True)
+        default = "-" if value is None else value
         lines.append(f"{name} (default {default}): {field.description or ''}".rstrip(": "))
     return "\n".join(lines) or "[dim]no options[/]"
 
