@@ -123,26 +123,29 @@ class ResearchLoop:
 
     def run_search(self) -> str:
         """Search until a stop reason; return it (it is also in the journal)."""
+        try:
+            reason = self._search()
+        except AgentAuthError as exc:
+            # the run cannot go on without new credentials: say so in the journal first
+            self.emit("run_stopped", reason=f"agent credentials refused: {exc}", best=None)
+            raise
+        best = self.tree.best()
+        self.emit("run_stopped", reason=reason, best=best.id if best else None)
+        return reason
+
+    def _search(self) -> str:
         self._evaluate_seeds()
         while True:
             reason = self._stop_reason()
-            if reason is None:
-                steps = self.strategy.next_steps(self._strategy_state(), capacity=1)
-                if not steps:
-                    reason = "nothing left to expand: the agent has no untried change for any evaluated node"
             if reason is not None:
-                break
-            try:
-                for step in steps:
-                    self._expand(step)
-            except AgentAuthError as exc:
-                # the run cannot go on without new credentials: say so in the journal first
-                self.emit("run_stopped", reason=f"agent credentials refused: {exc}", best=None)
-                raise
-        self.emit(
-            "run_stopped", reason=reason, best=(self.tree.best().id if self.tree.best() else None)
-        )
-        return reason
+                return reason
+            steps = self.strategy.next_steps(self._strategy_state(), capacity=1)
+            if not steps:
+                return (
+                    "nothing left to expand: the agent has no untried change for any evaluated node"
+                )
+            for step in steps:
+                self._expand(step)
 
     def _strategy_state(self) -> StrategyState:
         iteration = self.tree.iterations_used()

@@ -32,7 +32,8 @@ SYSTEM = (
 def _score(node: NodeSummary, metric: str) -> str:
     if node.primary is None:
         return "no score"
-    return f"val {metric}={node.primary:.6g}" + (" (improved on its parent)" if node.improved_on_parent else "")
+    improved = node.improved_on_parent and node.parent_id is not None
+    return f"val {metric}={node.primary:.6g}" + (" (improved on its parent)" if improved else "")
 
 
 def render_node(node: NodeSummary, metric: str, *, with_diff: bool, short: bool = False) -> str:
@@ -47,7 +48,9 @@ def render_node(node: NodeSummary, metric: str, *, with_diff: bool, short: bool 
     if node.failure:
         lines.append(f"  failure: {node.failure[:600]}")
     if with_diff and node.diff:
-        lines.append("  ```diff\n" + "\n".join("  " + line for line in node.diff.splitlines()) + "\n  ```")
+        lines.append(
+            "  ```diff\n" + "\n".join("  " + line for line in node.diff.splitlines()) + "\n  ```"
+        )
     return "\n".join(lines)
 
 
@@ -85,7 +88,9 @@ def render_source(files: dict[str, str], budget_chars: int) -> str:
     for path, text in sorted(files.items()):
         block = f"### {path}\n```\n{text}\n```"
         if used + len(block) > budget_chars:
-            parts.append(f"### {path}\n(omitted: the prompt budget is spent; {len(text)} characters)")
+            parts.append(
+                f"### {path}\n(omitted: the prompt budget is spent; {len(text)} characters)"
+            )
             continue
         parts.append(block)
         used += len(block)
@@ -94,7 +99,10 @@ def render_source(files: dict[str, str], budget_chars: int) -> str:
 
 def render_progress(context: AgentContext) -> str:
     p = context.progress
-    parts = [f"iterations {p.iterations_used}/{p.iterations_max or '∞'}", f"elapsed {p.elapsed_s:.0f}s"]
+    parts = [
+        f"iterations {p.iterations_used}/{p.iterations_max or '∞'}",
+        f"elapsed {p.elapsed_s:.0f}s",
+    ]
     if p.time_budget_s:
         parts.append(f"of {p.time_budget_s:.0f}s")
     if p.max_tokens:
@@ -104,7 +112,9 @@ def render_progress(context: AgentContext) -> str:
     return f"{', '.join(parts)}; phase: {p.phase} (explore early, refine late)"
 
 
-def build_prompt(context: AgentContext, *, tree_budget: int = 40_000, source_budget: int = 60_000) -> str:
+def build_prompt(
+    context: AgentContext, *, tree_budget: int = 40_000, source_budget: int = 60_000
+) -> str:
     """The user message for a new hypothesis on ``context.parent``."""
     direction = "higher" if context.higher_is_better else "lower"
     parent = context.parent
@@ -116,14 +126,27 @@ def build_prompt(context: AgentContext, *, tree_budget: int = 40_000, source_bud
             f"# Budget\n{render_progress(context)}",
             f"# Parent {parent.id}: {parent.hypothesis} ({_score(parent, context.primary_metric)})\n"
             + render_source(context.parent_source, source_budget),
-            "# Your step\nPropose the single most promising next hypothesis for this parent, "
-            "different from what the tree shows was already tried on its lineage.",
+            _step_text(context),
             OUTPUT_CONTRACT.replace("{editable}", ", ".join(context.editable_files)),
         ]
     )
 
 
-def build_repair_prompt(context: RepairContext, *, tree_budget: int = 20_000, source_budget: int = 60_000) -> str:
+def _step_text(context: AgentContext) -> str:
+    if context.step == "draft":
+        return (
+            "# Your step (draft)\nPropose a new approach starting from this seed, clearly "
+            "different from the drafts the tree already shows, as one hypothesis and its edits."
+        )
+    return (
+        "# Your step (improve)\nPropose the single most promising next hypothesis for this "
+        "parent, different from what the tree shows was already tried on its lineage."
+    )
+
+
+def build_repair_prompt(
+    context: RepairContext, *, tree_budget: int = 20_000, source_budget: int = 60_000
+) -> str:
     """The user message asking to repair the failed node ``context.parent``."""
     return "\n\n".join(
         [
@@ -139,22 +162,35 @@ def build_repair_prompt(context: RepairContext, *, tree_budget: int = 20_000, so
     )
 
 
+#: The instruction file a CLI coding agent finds in its scratch copy of the parent.
+TASK_FILE = "RLAB_TASK.md"
+#: The file in which a CLI coding agent states its hypothesis.
+HYPOTHESIS_FILE = "HYPOTHESIS.md"
+
+
 def build_instructions(context: AgentContext, *, tree_budget: int = 30_000) -> str:
     """Markdown instructions for an external coding agent working in a copy of the parent."""
     direction = "higher" if context.higher_is_better else "lower"
-    repair = ""
+    editable = ", ".join(context.editable_files)
     if isinstance(context, RepairContext):
-        repair = (
+        step = (
             f"\n## Repair\nThis program failed. Original hypothesis: {context.original_hypothesis}\n"
-            f"Error: {context.error}\n```\n{context.log_tail[-3000:]}\n```\nFix it with the smallest change.\n"
+            f"Error: {context.error}\n```\n{context.log_tail[-3000:]}\n```\n"
+            "\n## What to do\nFix the error with the smallest change to the program in this "
+            "folder that keeps the original hypothesis"
+        )
+    else:
+        step = (
+            "\n## What to do\nThe program in this folder is the parent. Make ONE focused change "
+            "that tests one hypothesis, different from what the tree shows was already tried"
         )
     return (
         f"# Task {context.task}\n\n{context.problem}\n\nPrimary metric: {context.primary_metric} "
         f"({direction} is better).\n\n## Solution tree so far\n{render_tree(context, tree_budget)}\n\n"
-        f"## Budget\n{render_progress(context)}\n{repair}\n## What to do\n"
-        "The program in this folder is the parent. Make ONE focused change that tests one "
-        "hypothesis, editing only these files: "
-        f"{', '.join(context.editable_files)}. Then write the hypothesis, one sentence, to a "
-        "file named HYPOTHESIS.md in this folder. Do not run the program, do not use the "
-        "network, do not read test labels.\n"
+        f"## Budget\n{render_progress(context)}\n{step}, editing only files that match: "
+        f"{editable}. A change to any other file, or outside this folder, is refused and the "
+        f"attempt fails; deleted files are kept. Then write the hypothesis to a file named "
+        f"{HYPOTHESIS_FILE} in this folder: its first line is one sentence saying what the "
+        "change should do and why; further lines may give the rationale. Do not run the "
+        f"program, do not use the network, do not read test labels, do not edit {TASK_FILE}.\n"
     )

@@ -55,6 +55,8 @@ def _first_object(text: str) -> str | None:
 
 def parse_reply(text: str) -> AgentReply:
     """Parse a model's reply; tolerate code fences and prose around the object."""
+    if "{" not in text:
+        raise ReplyError("no JSON object found in the reply")
     candidates = [text.strip()]
     fenced = _FENCE.search(text)
     if fenced:
@@ -76,7 +78,8 @@ def parse_reply(text: str) -> AgentReply:
             return AgentReply.model_validate(data)
         except ValidationError as exc:
             problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or '(reply)'}: {err['msg']}" for err in exc.errors()
+                f"{'.'.join(str(p) for p in err['loc']) or '(reply)'}: {err['msg']}"
+                for err in exc.errors()
             )
             raise ReplyError(f"the reply does not match the contract: {problems}") from None
     raise ReplyError(last_error)
