@@ -97,7 +97,10 @@ def test_run_show_and_final_through_the_cli(tmp_path):
             ["run", "toy:line", "--strategy", "mcts"],
             "Unknown strategy 'mcts'; available: best-first, tree.",
         ),
-        (["run", "toy:line", "--sandbox", "k8s"], "Unknown sandbox 'k8s'; available: local."),
+        (
+            ["run", "toy:line", "--sandbox", "k8s"],
+            "Unknown sandbox 'k8s'; available: docker, local.",
+        ),
         (["run", "toy:line", "-m", "turbo"], "Unknown mode 'turbo'"),
         (
             ["run", "toy:line", "-o", "strategy.depth=3"],

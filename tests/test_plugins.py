@@ -35,7 +35,7 @@ class _GoodPlugin:
 
 def test_builtins_register_through_the_same_hooks(plugin_host):
     assert set(plugin_host.available("strategies")) == {"best-first", "tree"}
-    assert set(plugin_host.available("sandboxes")) == {"local"}
+    assert set(plugin_host.available("sandboxes")) == {"local", "docker"}
     assert {"MINIMAL", "THOROUGH"} <= set(plugin_host.available("modes"))
     assert plugin_host.get("strategies", "tree").owner.distribution == "rlab-core"
 
@@ -56,7 +56,7 @@ def test_a_plugin_whose_hook_raises_is_isolated_unless_strict():
     host = PluginHost(use_entry_points=False, strict=False)
     host.register(_RaisingPlugin(), name="broken")
     host.register(_GoodPlugin(), name="good")
-    assert set(host.available("sandboxes")) == {"local", "nothing"}
+    assert set(host.available("sandboxes")) == {"local", "docker", "nothing"}
     assert host.records["broken"].status == "failed"
     assert "cannot find my docker socket" in host.records["broken"].error
     strict = PluginHost(use_entry_points=False, strict=True)

@@ -13,6 +13,7 @@ from rlab_core.errors import ContractError, RlabUserError
 from rlab_core.guard import audit_source, core_audit_patterns
 from rlab_core.journal import Journal, replay
 from rlab_core.plugins import PluginHost
+from rlab_core.report.html import write_report_quietly
 from rlab_core.run_folder import RunFolder
 from rlab_core.runner import prepare_task
 
@@ -81,4 +82,5 @@ def finalize(host: PluginHost, run: RunFolder, *, force: bool = False) -> dict[s
     finally:
         journal.close()
     host.notify(event, run.root)
+    write_report_quietly(run)  # the dashboard shows the test metrics from now on
     return report

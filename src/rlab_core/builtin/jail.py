@@ -19,7 +19,7 @@ from pathlib import Path
 LEVELS = ("bubblewrap", "netns", "none")
 
 #: Entries of /etc a Python program needs; secrets such as /etc/shadow stay out.
-_ETC_ENTRIES = (
+ETC_ENTRIES = (
     "ld.so.cache",
     "ld.so.conf",
     "ld.so.conf.d",
@@ -36,7 +36,7 @@ _ETC_ENTRIES = (
     "fonts",
     "matplotlibrc",
 )
-_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
 
 
 def _probe(command: list[str]) -> bool:
@@ -98,7 +98,7 @@ def detect_level(requested: str = "auto") -> str:
     return requested if requested in available else ""
 
 
-def _python_roots(python: str) -> list[Path]:
+def python_roots(python: str) -> list[Path]:
     """Folders that hold the candidate interpreter and its libraries."""
     roots = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)}
     exe = Path(python)
@@ -108,19 +108,20 @@ def _python_roots(python: str) -> list[Path]:
 
 
 def _bind_system(args: list[str]) -> None:
-    for folder in _SYSTEM_DIRS:
+    for folder in SYSTEM_DIRS:
         path = Path(folder)
         if path.is_symlink():
             args += ["--symlink", os.readlink(path), folder]
         elif path.is_dir():
             args += ["--ro-bind", folder, folder]
-    for entry in _ETC_ENTRIES:
+    for entry in ETC_ENTRIES:
         path = Path("/etc") / entry
         if path.exists():
             args += ["--ro-bind", str(path), str(path)]
 
 
-def _inside(path: Path, roots: Iterable[Path]) -> bool:
+def inside(path: Path, roots: Iterable[Path]) -> bool:
+    """True when ``path`` is one of ``roots`` or lies below one of them."""
     return any(path == r or r in path.parents for r in roots)
 
 
@@ -152,9 +153,9 @@ def bubblewrap_args(
         "/var/tmp",
     ]
     _bind_system(args)
-    mounted: list[Path] = [Path(d) for d in _SYSTEM_DIRS]
-    for root in _python_roots(python):
-        if root.is_dir() and not _inside(root, mounted):
+    mounted: list[Path] = [Path(d) for d in SYSTEM_DIRS]
+    for root in python_roots(python):
+        if root.is_dir() and not inside(root, mounted):
             args += ["--ro-bind", str(root), str(root)]
             mounted.append(root)
     data_dir = Path(data_dir).resolve()
@@ -169,7 +170,7 @@ def bubblewrap_args(
         path = Path(path)
         real = Path(os.path.realpath(path))
         for candidate in {path, real}:
-            if not candidate.exists() or not _inside(candidate, mounted):
+            if not candidate.exists() or not inside(candidate, mounted):
                 continue
             if candidate.is_dir():
                 args += ["--tmpfs", str(candidate), "--remount-ro", str(candidate)]

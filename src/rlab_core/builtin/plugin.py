@@ -23,6 +23,12 @@ def _local():
     return LocalSandbox
 
 
+def _docker():
+    from rlab_core.builtin.docker_sandbox import DockerSandbox
+
+    return DockerSandbox
+
+
 @hookimpl
 def rlab_register_strategies():
     from rlab_core.builtin.strategies import BestFirstConfig, TreeConfig
@@ -45,6 +51,7 @@ def rlab_register_strategies():
 
 @hookimpl
 def rlab_register_sandboxes():
+    from rlab_core.builtin.docker_sandbox import DockerSandboxConfig
     from rlab_core.builtin.local_sandbox import LocalSandboxConfig
 
     return [
@@ -53,7 +60,13 @@ def rlab_register_sandboxes():
             "Local process group; bubblewrap jail (no network, hidden paths) when available.",
             _local,
             LocalSandboxConfig,
-        )
+        ),
+        SandboxInfo(
+            "docker",
+            "A fresh container per candidate: no network, read-only root, limits, non-root.",
+            _docker,
+            DockerSandboxConfig,
+        ),
     ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from rlab_core import __version__
-from rlab_core.cli import final_cmd, list_cmd, plugins_cmd, run_cmd, show_cmd
+from rlab_core.cli import final_cmd, list_cmd, plugins_cmd, report_cmd, run_cmd, show_cmd
 from rlab_core.cli.common import console, setup_logging
 
 app = typer.Typer(
@@ -42,6 +42,7 @@ app.add_typer(list_cmd.app, name="list")
 plugins_cmd.register(app)
 show_cmd.register(app)
 final_cmd.register(app)
+report_cmd.register(app)
 
 
 def main() -> None:

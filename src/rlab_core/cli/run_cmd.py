@@ -8,7 +8,9 @@ import typer
 
 from rlab_core.cli.common import console, make_host, user_errors
 from rlab_core.config import build_run_config, parse_overrides
-from rlab_core.report.terminal import ProgressPrinter
+from rlab_core.journal import replay
+from rlab_core.report.html import REPORT_NAME
+from rlab_core.report.live import LiveProgress
 from rlab_core.run_folder import RunFolder
 from rlab_core.runner import RunOutcome, resume_run, start_run
 
@@ -31,6 +33,9 @@ def _summary(outcome: RunOutcome) -> None:
         gain = best.score.primary - seed.primary  # type: ignore[union-attr]
         line += f"  (seed {seed.primary:.5f}, {'+' if gain >= 0 else ''}{gain:.5f})"  # type: ignore[union-attr]
     console.print(line)
+    report = outcome.run.root / REPORT_NAME
+    if report.exists():
+        console.print(f"[bold]report:[/] {report}")
     console.print(
         f"isolation: [bold]{outcome.isolation}[/]   next: `rlab show {outcome.run.root}`, `rlab final {outcome.run.root}`"
     )
@@ -117,7 +122,14 @@ def run(
         console.print(
             "[yellow]--workers > 1 is accepted but candidates still run one at a time.[/]"
         )
-    outcome = start_run(host, config, on_event=ProgressPrinter(console))
+    with LiveProgress(
+        console,
+        iterations_max=config.iterations,
+        time_budget_s=config.time_budget_s,
+        max_tokens=config.max_tokens,
+        max_cost=config.max_cost,
+    ) as progress:
+        outcome = start_run(host, config, on_event=progress)
     _summary(outcome)
 
 
@@ -134,7 +146,16 @@ def resume(
 ) -> None:
     """Continue a stopped or killed run from its journal."""
     run_folder = RunFolder.open(run_path, out)
-    outcome = resume_run(
-        make_host(), run_folder, iterations=iterations, on_event=ProgressPrinter(console)
-    )
+    config = run_folder.read_run_json().get("config", {})
+    prior = replay(run_folder.journal_path)
+    with LiveProgress(
+        console,
+        iterations_max=iterations or config.get("iterations"),
+        time_budget_s=config.get("time_budget_s"),
+        max_tokens=config.get("max_tokens"),
+        max_cost=config.get("max_cost"),
+        prior=prior.tree,
+        elapsed_before_s=prior.elapsed_s,
+    ) as progress:
+        outcome = resume_run(make_host(), run_folder, iterations=iterations, on_event=progress)
     _summary(outcome)

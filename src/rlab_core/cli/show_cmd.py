@@ -1,4 +1,4 @@
-"""``rlab show RUN``: the run's facts and its nodes."""
+"""``rlab show RUN``: the run's facts and its nodes, as a table or (``--tree``) a tree."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import typer
 
 from rlab_core.cli.common import console, user_errors
 from rlab_core.journal import replay
-from rlab_core.report.terminal import node_table
+from rlab_core.report.data import in_flight_nodes
+from rlab_core.report.terminal import node_table, node_tree, tree_legend
 from rlab_core.run_folder import RunFolder
 
 
@@ -19,6 +20,9 @@ def register(app: typer.Typer) -> None:
 @user_errors
 def show(
     run_path: str = typer.Argument("latest", help="Run folder, its id under ./runs, or 'latest'."),
+    tree: bool = typer.Option(
+        False, "--tree", help="Draw the decision tree instead of the node table."
+    ),
     out: Path = typer.Option(
         Path("runs"),
         "--out",
@@ -26,13 +30,19 @@ def show(
         envvar="RLAB_OUT",
     ),
 ) -> None:
-    """Show a run: task, isolation level, stop reason and every node."""
+    """Show a run: task, isolation level, stop reason and every node (as a table or a tree)."""
     run = RunFolder.open(run_path, out)
     info = run.read_run_json()
     state = replay(run.journal_path)
     isolation = info.get("isolation", {})
     level = isolation.get("level", "?")
-    style = "green" if level == "bubblewrap" else "yellow" if level == "netns" else "bold red"
+    style = (
+        "green"
+        if level in ("bubblewrap", "docker")
+        else "yellow"
+        if level == "netns"
+        else "bold red"
+    )
     console.print(
         f"[bold]run[/] {run.run_id}   task [cyan]{info.get('task')}[/]   agent {info.get('agent')}"
     )
@@ -47,4 +57,12 @@ def show(
         console.print(
             f"[yellow]unfinished nodes (dropped on resume):[/] {', '.join(state.in_flight)}"
         )
+    if tree:
+        running = {n["id"]: (n["parent_id"], n["hypothesis"]) for n in in_flight_nodes(run, state)}
+        metric = info.get("primary_metric", "score")
+        direction = "higher" if state.tree.higher_is_better else "lower"
+        title = f"{run.run_id}  ({metric}, {direction} is better)"
+        console.print(node_tree(state.tree, title=title, running=running, width=console.width))
+        console.print(tree_legend())
+        return
     console.print(node_table(state.tree, title=f"nodes of {run.run_id}"))

@@ -1,1 +1,1 @@
-"""Views of a run: terminal progress lines and node tables (the HTML dashboard comes later)."""
+"""Views of a run: terminal progress, the node table and tree, and the HTML dashboard."""

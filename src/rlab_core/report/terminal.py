@@ -1,4 +1,4 @@
-"""Terminal views: one line per finished node while a run goes, and the node table."""
+"""Terminal views: one line per finished node while a run goes, the node table and the tree."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree as RichTree
 
-from rlab_core.models import Node, NodeStatus
+from rlab_core.models import Node, NodeKind, NodeStatus
+from rlab_core.report.status import OUTCOME_LABEL, OUTCOME_STYLE, Outcome, classify, winner_path
 from rlab_core.tree import Tree
 
 STATUS_STYLE = {
@@ -108,3 +111,70 @@ def node_table(tree: Tree, title: str = "nodes") -> Table:
             ),
         )
     return table
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _tree_label(node: Node, outcome: Outcome, *, best: bool, on_path: bool, room: int) -> Text:
+    style = OUTCOME_STYLE[outcome]
+    label = Text()
+    label.append("■ " if node.kind == NodeKind.SEED else "● ", style=style)
+    label.append(node.id, style="bold underline" if on_path else "")
+    label.append(" ★" if best else "  ", style="bold yellow")
+    label.append(f" {_score_text(node):>9}  ")
+    label.append(f"{OUTCOME_LABEL[outcome]:<19}", style=style)
+    wall = f"{node.execution.wall_s:.1f}s" if node.execution else "-"
+    label.append(f" {node.kind!s:<7} {wall:>6}  ", style="dim")
+    failure = f"  [{node.failure.stage}] {node.failure.message}" if node.failure else ""
+    text = _clip(" ".join(node.hypothesis.split()) + failure, max(room - len(label), 24))
+    cut = min(len(text), len(" ".join(node.hypothesis.split())))
+    label.append(text[:cut])
+    label.append(text[cut:], style=style)
+    return label
+
+
+def node_tree(
+    tree: Tree,
+    title: str = "nodes",
+    running: dict[str, tuple[str | None, str]] | None = None,
+    width: int = 120,
+) -> RichTree:
+    """The ``rlab show --tree`` view: every node under its parent, coloured by outcome.
+
+    ``running`` maps unfinished node ids to (parent id, hypothesis), drawn as running;
+    ``width`` is the line length the labels are clipped to.
+    """
+    outcomes = classify(tree)
+    path = set(winner_path(tree))
+    best = tree.best()
+    root = RichTree(Text(title, style="bold"), guide_style="dim")
+    branches: dict[str, tuple[RichTree, int]] = {}
+    for node in tree:  # finishing order: a parent always finished before its children
+        parent, depth = branches.get(node.parent_id or "", (root, 0))
+        label = _tree_label(
+            node,
+            outcomes[node.id],
+            best=best is not None and node.id == best.id,
+            on_path=node.id in path,
+            room=width - 4 * (depth + 1) - 1,
+        )
+        branches[node.id] = (parent.add(label), depth + 1)
+    for node_id, (parent_id, hypothesis) in sorted((running or {}).items()):
+        parent, depth = branches.get(parent_id or "", (root, 0))
+        label = Text.assemble(("◌ ", "cyan"), node_id, ("  running  ", "cyan"))
+        label.append(_clip(hypothesis, max(width - 4 * (depth + 1) - len(label) - 1, 24)))
+        parent.add(label)
+    return root
+
+
+def tree_legend() -> Text:
+    """One line naming the colours of :func:`node_tree`."""
+    legend = Text("  ")
+    for outcome in Outcome:
+        legend.append("● ", style=OUTCOME_STYLE[outcome])
+        legend.append(f"{OUTCOME_LABEL[outcome]}   ")
+    legend.append("■ seed   ★ best   underlined: the winner's path", style="dim")
+    return legend

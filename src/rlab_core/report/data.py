@@ -1,0 +1,264 @@
+"""The dashboard's data: everything the journal, ``run.json`` and the node folders say.
+
+Validation evidence only, plus the chosen node's test metrics from ``final_report.json``
+once ``rlab final`` has written it; nothing is read from the run's ``private/`` folder.
+Works on a run in progress: it shows what the journal holds so far.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from rlab_core import __version__
+from rlab_core.errors import RunFolderError
+from rlab_core.journal import RunState, replay
+from rlab_core.models import Node
+from rlab_core.report.status import OUTCOME_LABEL, Outcome, classify, new_best_ids, winner_path
+from rlab_core.run_folder import RunFolder
+
+LOG_TAIL_BYTES = 4096
+DIFF_MAX_CHARS = 30_000
+
+
+def collect_report_data(run: RunFolder) -> dict[str, Any]:
+    """The run as one JSON-ready mapping: header, nodes, budgets, facts, final metrics."""
+    state = replay(run.journal_path)
+    try:
+        info = run.read_run_json()
+    except RunFolderError:
+        info = {}  # a run folder whose run.json is missing still has its journal
+    tree = state.tree
+    if "higher_is_better" in info:
+        tree.higher_is_better = bool(info["higher_is_better"])
+    outcomes = classify(tree)
+    path = winner_path(tree)
+    new_best = new_best_ids(tree)
+    best = tree.best()
+    config = info.get("config", {})
+    nodes = [
+        _node_data(run, node, outcomes[node.id], state, node.id in new_best, node.id in path)
+        for node in tree
+    ]
+    nodes += in_flight_nodes(run, state)
+    seed = _best_seed(tree)
+    metric = info.get("primary_metric") or state.run_info.get("primary_metric") or "score"
+    data = {
+        "generated_at": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+        "rlab_version": __version__,
+        "run": {
+            "id": run.run_id,
+            "path": str(run.root),
+            "task": info.get("task") or state.run_info.get("task"),
+            "agent": info.get("agent"),
+            "strategy": config.get("strategy"),
+            "sandbox": config.get("sandbox"),
+            "created": info.get("created"),
+            "primary_metric": metric,
+            "higher_is_better": tree.higher_is_better,
+        },
+        "status": {
+            "stopped": state.stop_reason is not None,
+            "stop_reason": state.stop_reason,
+            "in_flight": state.in_flight,
+            "events": state.events,
+            "torn_tail": state.torn_tail,
+        },
+        "headline": _headline(tree, seed, best, info),
+        "final": _final(run),
+        "budget": _budget(tree, state, config),
+        "isolation": info.get("isolation", {"level": state.run_info.get("isolation")}),
+        "versions": info.get("versions", {}),
+        "machine": info.get("machine", {}),
+        "config": {
+            key: config.get(key)
+            for key in ("epsilon", "window", "min_iterations", "debug_tries", "seed", "target_val")
+            if key in config
+        },
+        "winner_path": path,
+        "best": best.id if best else None,
+        "metrics": _metric_names(tree, metric),
+        "outcome_labels": {str(k): v for k, v in OUTCOME_LABEL.items()},
+        "nodes": nodes,
+    }
+    return _finite(data)
+
+
+def _best_seed(tree) -> Node | None:
+    best: Node | None = None
+    for node in tree.seeds():
+        if node.evaluated and (best is None or node.score.better_than(best.score)):  # type: ignore[union-attr]
+            best = node
+    return best
+
+
+def _gain(best: float, reference: float, higher_is_better: bool) -> dict[str, Any]:
+    """Best minus reference, and how much better that is in percent of the reference."""
+    delta = best - reference
+    better = delta if higher_is_better else -delta
+    relative = better / abs(reference) * 100 if reference else None
+    return {"delta": delta, "relative_pct": relative, "better": better > 0}
+
+
+def _headline(tree, seed: Node | None, best: Node | None, info: dict[str, Any]) -> dict[str, Any]:
+    """Seed, best, their gain, and the benchmark's reference baselines when it names any."""
+    higher = tree.higher_is_better
+    headline: dict[str, Any] = {
+        "seed": {"id": seed.id, "score": seed.score.primary} if seed and seed.score else None,
+        "best": (
+            {"id": best.id, "score": best.score.primary, "hypothesis": best.hypothesis}
+            if best and best.score
+            else None
+        ),
+        "gain": None,
+        "baselines": [],
+    }
+    if seed and best and seed.score and best.score:
+        headline["gain"] = _gain(best.score.primary, seed.score.primary, higher)
+    baselines = info.get("task_facts", {}).get("baselines")
+    if isinstance(baselines, dict):
+        for name, score in baselines.items():
+            if isinstance(score, int | float) and not isinstance(score, bool):
+                gain = _gain(best.score.primary, score, higher) if best and best.score else None
+                headline["baselines"].append({"name": str(name), "score": score, "gain": gain})
+    return headline
+
+
+def _final(run: RunFolder) -> dict[str, Any] | None:
+    """The chosen node's test metrics, once `rlab final` wrote them; nothing else test-side."""
+    try:
+        report = json.loads(run.final_report.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    keys = ("node", "val_primary", "test_primary", "test_metrics", "test_error", "forced")
+    final = {key: report.get(key) for key in keys}
+    final["scored_at"] = report.get("scored_at")
+    final["audit_clean"] = (report.get("audit") or {}).get("clean")
+    return final
+
+
+def _budget(tree, state: RunState, config: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "iterations": {"used": tree.iterations_used(), "max": config.get("iterations")},
+        "time_s": {"used": state.elapsed_s, "max": config.get("time_budget_s")},
+        "tokens": {
+            "used": sum(n.usage.total_tokens for n in tree),
+            "max": config.get("max_tokens"),
+        },
+        "cost_usd": {"used": sum(n.usage.cost_usd for n in tree), "max": config.get("max_cost")},
+    }
+
+
+def _metric_names(tree, primary: str) -> list[str]:
+    """Validation metric names, the primary first."""
+    names: list[str] = [primary]
+    for node in tree.evaluated():
+        names += [name for name in node.score.metrics if name not in names]  # type: ignore[union-attr]
+    return names
+
+
+def _node_data(
+    run: RunFolder, node: Node, outcome: Outcome, state: RunState, new_best: bool, on_path: bool
+) -> dict[str, Any]:
+    execution = node.execution
+    diff = node.diff
+    if len(diff) > DIFF_MAX_CHARS:
+        diff = diff[:DIFF_MAX_CHARS] + f"\n… ({len(node.diff) - DIFF_MAX_CHARS} more characters)"
+    timing = node.timing.model_dump()
+    timing["total_s"] = node.timing.total_s
+    return {
+        "id": node.id,
+        "parent_id": node.parent_id,
+        "iteration": node.iteration,
+        "kind": str(node.kind),
+        "status": str(node.status),
+        "outcome": str(outcome),
+        "hypothesis": node.hypothesis,
+        "rationale": node.rationale,
+        "move_id": node.move_id,
+        "repair_of": node.repair_of,
+        "changed_files": node.changed_files,
+        "diff": diff,
+        "primary": node.score.primary if node.score else None,
+        "metrics": dict(node.score.metrics) if node.score else {},
+        "new_best": new_best,
+        "on_winner_path": on_path,
+        "failure": (
+            {"stage": str(node.failure.stage), "message": node.failure.message}
+            if node.failure
+            else None
+        ),
+        "closed_reason": state.tree.closed_reasons.get(node.id),
+        "execution": (execution.model_dump(exclude={"log_tail", "command"}) if execution else None),
+        "timing": timing,
+        "usage": {**node.usage.model_dump(), "total_tokens": node.usage.total_tokens},
+        "created_at": node.created_at,
+        "finished_at": node.finished_at,
+        "log_tail": _log_tail(run, node),
+    }
+
+
+def _log_tail(run: RunFolder, node: Node) -> str:
+    """The last few KB of the node's log (its folder's log.txt, else the recorded tail)."""
+    path = run.node_dir(node.id) / "log.txt"
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - LOG_TAIL_BYTES))
+            text = handle.read().decode("utf-8", errors="replace")
+        return ("…" if size > LOG_TAIL_BYTES else "") + text
+    except OSError:
+        pass
+    if node.execution is not None and node.execution.log_tail:
+        return node.execution.log_tail[-LOG_TAIL_BYTES:]
+    return node.failure.log_tail[-LOG_TAIL_BYTES:] if node.failure else ""
+
+
+def in_flight_nodes(run: RunFolder, state: RunState) -> list[dict[str, Any]]:
+    """Nodes that started but did not finish, from their ``node_started`` events."""
+    if not state.in_flight:
+        return []
+    wanted = set(state.in_flight)
+    started: dict[str, dict[str, Any]] = {}
+    with open(run.journal_path, "rb") as handle:
+        for line in handle:
+            if b'"node_started"' not in line:
+                continue
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if event.get("id") in wanted:
+                started[event["id"]] = event
+    return [
+        {
+            "id": node_id,
+            "parent_id": event.get("parent_id"),
+            "iteration": event.get("iteration"),
+            "kind": event.get("kind", "?"),
+            "status": "running",
+            "outcome": str(Outcome.RUNNING),
+            "hypothesis": event.get("hypothesis") or "(waiting for the agent)",
+            "created_at": event.get("t"),
+            "metrics": {},
+            "primary": None,
+        }
+        for node_id, event in sorted(started.items())
+    ]
+
+
+def _finite(value: Any) -> Any:
+    """Replace NaN and infinities (which JSON cannot carry) with None, recursively."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value

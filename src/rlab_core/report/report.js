@@ -1,0 +1,351 @@
+/* rlab dashboard: draws the run embedded in #rlab-data. Run text is only ever set as
+   textContent (never parsed as markup); nothing is fetched from the network.
+   html.py wraps this file and report_detail.js in one function scope. */
+  var D = JSON.parse(document.getElementById("rlab-data").textContent);
+  var NS = "http://www.w3.org/2000/svg";
+  var COLORS = { improved: "#16a34a", evaluated: "#64748b", failed: "#dc2626", repaired: "#d97706",
+    recovered_failure: "#9333ea", running: "#0891b2" };
+  var ACCENT = "#4338ca";
+  var byId = {}, kids = {}, selected = null, onPath = {};
+  D.nodes.forEach(function (n) { byId[n.id] = n; kids[n.id] = []; });
+  D.nodes.forEach(function (n) { if (n.parent_id && byId[n.parent_id]) kids[n.parent_id].push(n.id); });
+  D.winner_path.forEach(function (id) { onPath[id] = true; });
+  // the winner's path continues straight down its parent's lane; side branches fork right
+  Object.keys(kids).forEach(function (k) {
+    kids[k].sort(function (a, b) { return (onPath[b] ? 1 : 0) - (onPath[a] ? 1 : 0) || (a < b ? -1 : a > b ? 1 : 0); });
+  });
+  var higher = D.run.higher_is_better, metric = D.run.primary_metric;
+
+  // ------------------------------------------------------------------ helpers
+  function build(el, attrs, children) {
+    Object.keys(attrs || {}).forEach(function (k) {
+      var v = attrs[k];
+      if (v === null || v === undefined || v === false) return;
+      if (k === "text") el.textContent = String(v);
+      else if (k === "on") Object.keys(v).forEach(function (e) { el.addEventListener(e, v[e]); });
+      else el.setAttribute(k, String(v));
+    });
+    (children || []).forEach(function (c) {
+      if (c === null || c === undefined || c === false) return;
+      el.appendChild(typeof c === "object" ? c : document.createTextNode(String(c)));
+    });
+    return el;
+  }
+  function h(tag, attrs, children) { return build(document.createElement(tag), attrs, children); }
+  function s(tag, attrs, children) { return build(document.createElementNS(NS, tag), attrs, children); }
+  function $(id) { return document.getElementById(id); }
+  function num(v) { return typeof v === "number" && isFinite(v); }
+  function fmt(v) {
+    if (!num(v)) return "–";
+    var a = Math.abs(v);
+    return a >= 1000 ? v.toFixed(1) : a >= 100 ? v.toFixed(2) : a >= 1 ? v.toFixed(4) : v.toFixed(5);
+  }
+  function signed(v) { return num(v) ? (v > 0 ? "+" : v < 0 ? "−" : "±") + fmt(Math.abs(v)) : "–"; }
+  function pct(v) { return num(v) ? (v >= 0 ? "+" : "−") + Math.abs(v).toFixed(2) + " %" : "–"; }
+  function secs(v) {
+    if (!num(v)) return "–";
+    if (v < 60) return v.toFixed(v < 10 ? 2 : 1) + " s";
+    var m = Math.floor(v / 60), r = Math.round(v % 60);
+    return m < 60 ? m + "m " + String(r).padStart(2, "0") + "s" : Math.floor(m / 60) + "h " + String(m % 60).padStart(2, "0") + "m";
+  }
+  function int(v) { return num(v) ? Math.round(v).toLocaleString("en-US") : "–"; }
+  function usd(v) { return num(v) ? "$" + v.toFixed(v < 1 ? 4 : 2) : "–"; }
+  function chip(outcome) { return h("span", { class: "chip o-" + outcome, text: D.outcome_labels[outcome] || outcome }); }
+  function better(a, b) { return b === null || (higher ? a > b : a < b); }
+  function card(label, value, note, cls, valueCls) {
+    return h("div", { class: "card " + (cls || "") }, [h("div", { class: "label", text: label }),
+      h("div", { class: "value " + (valueCls || ""), text: value }), note ? h("div", { class: "note", text: note, title: note }) : null]);
+  }
+  function kv(pairs) {
+    var dl = h("dl", { class: "kv" });
+    pairs.forEach(function (p) { if (p) { dl.appendChild(h("dt", { text: p[0] })); dl.appendChild(h("dd", { text: p[1] })); } });
+    return dl;
+  }
+  function link(id) { return h("a", { text: id, on: { click: function () { select(id, true); } } }); }
+  var tip = $("tooltip");
+  function showTip(ev, lines) {
+    tip.textContent = "";
+    lines.forEach(function (l, i) { tip.appendChild(h("div", { style: i ? "" : "font-weight:600", text: l })); });
+    tip.hidden = false;
+    tip.style.left = Math.min(ev.clientX + 14, window.innerWidth - 400) + "px";
+    tip.style.top = ev.clientY + 14 + "px";
+  }
+  function hideTip() { tip.hidden = true; }
+
+  // ------------------------------------------------------------------ header and cards
+  function header() {
+    var r = D.run;
+    $("run-title").textContent = (r.task || r.id) + " — " + r.id;
+    $("run-sub").textContent = [metric + (higher ? " ↑ higher is better" : " ↓ lower is better"),
+      "agent " + (r.agent || "?"), "strategy " + (r.strategy || "?"), r.created || ""].filter(Boolean).join("  ·  ");
+    var st = $("run-state");
+    st.textContent = D.status.stopped ? "stopped" : "in progress";
+    st.className = "pill " + (D.status.stopped ? "done" : "live");
+    st.title = D.status.stop_reason || "the journal has no stop event yet: the run is going, or was killed";
+    var H = D.headline, cards = $("cards");
+    cards.appendChild(card("Seed", H.seed ? fmt(H.seed.score) : "–", H.seed ? H.seed.id + " · starting point" : "no seed evaluated"));
+    cards.appendChild(card("Best (validation)", H.best ? fmt(H.best.score) : "–",
+      H.best ? "★ " + H.best.id + " · " + H.best.hypothesis : "no node evaluated", "best"));
+    var g = H.gain;
+    cards.appendChild(card("Gain over seed", g ? signed(g.delta) : "–",
+      g ? pct(g.relative_pct) + (higher ? " (higher is better)" : " better (lower is better)") : "needs a seed and a best node",
+      "", g ? (g.better ? "good" : g.delta === 0 ? "" : "bad") : ""));
+    var f = D.final;
+    if (f) {
+      var extra = f.test_error ? "test predictions unusable: " + f.test_error
+        : "node " + f.node + " · val " + fmt(f.val_primary) + (f.audit_clean === false ? " · audit findings!" : " · audit clean") +
+        (f.forced ? " · forced" : "");
+      cards.appendChild(card("Test (rlab final)", num(f.test_primary) ? fmt(f.test_primary) : "–", extra, "", f.test_error ? "bad" : ""));
+    } else {
+      cards.appendChild(card("Test", "–", "scored once by `rlab final`"));
+    }
+    if (H.baselines.length) {
+      var rows = h("div", { class: "rows" });
+      H.baselines.forEach(function (b) {
+        rows.appendChild(h("div", {}, [h("span", { text: b.name }), h("span", { class: "mono", text: fmt(b.score) +
+          (b.gain ? "  (best " + pct(b.gain.relative_pct) + ")" : "") })]));
+      });
+      cards.appendChild(h("div", { class: "card" }, [h("div", { class: "label", text: "Reference baselines" }), rows]));
+    }
+    var it = D.budget.iterations;
+    cards.appendChild(card("Iterations", it.used + (num(it.max) ? " / " + it.max : ""),
+      D.status.stop_reason || "not stopped yet", "", ""));
+  }
+
+  function legend(el, extra) {
+    ["improved", "evaluated", "failed", "repaired", "recovered_failure"].forEach(function (o) {
+      el.appendChild(h("span", {}, [h("i", { class: "sw", style: "background:" + COLORS[o] }), D.outcome_labels[o]]));
+    });
+    (extra || []).forEach(function (x) { el.appendChild(x); });
+  }
+
+  // ------------------------------------------------------------------ the decision tree
+  var ROW = 30, LANE = 16, PAD = 12;
+  function treeView() {
+    var roots = D.nodes.filter(function (n) { return !n.parent_id || !byId[n.parent_id]; }).map(function (n) { return n.id; });
+    var order = [], row = {}, lane = {}, lanes = [];
+    (function walk(ids) { ids.forEach(function (id) { row[id] = order.length; order.push(id); walk(kids[id]); }); })(roots);
+    function chainEnd(id) { while (kids[id].length) id = kids[id][0]; return row[id]; }
+    function alloc(a, b) {
+      for (var l = 0; ; l++) {
+        lanes[l] = lanes[l] || [];
+        if (lanes[l].every(function (iv) { return b < iv[0] || a > iv[1]; })) { lanes[l].push([a, b]); return l; }
+      }
+    }
+    order.forEach(function (id) {
+      var p = byId[id].parent_id;
+      if (!p || !byId[p]) lane[id] = alloc(row[id], chainEnd(id));
+      else if (kids[p][0] === id) lane[id] = lane[p];
+      else lane[id] = alloc(row[p], chainEnd(id));
+    });
+    var width = PAD + Math.max(lanes.length, 1) * LANE, box = $("tree");
+    function X(id) { return PAD + lane[id] * LANE; }
+    function Y(id) { return row[id] * ROW + ROW / 2; }
+    var svg = s("svg", { class: "lanes", width: width, height: order.length * ROW, "aria-hidden": "true" });
+    order.forEach(function (id) {
+      var n = byId[id], p = n.parent_id;
+      if (!p || !byId[p]) return;
+      var x1 = X(p), y1 = Y(p), x2 = X(id), y2 = Y(id), hot = onPath[id] && onPath[p];
+      var d = x1 === x2 ? "M" + x1 + " " + y1 + " V" + y2
+        : "M" + x1 + " " + y1 + " C" + x1 + " " + (y1 + ROW * 0.6) + " " + x2 + " " + (y1 + ROW * 0.2) + " " + x2 + " " + (y1 + ROW * 0.8) + " V" + y2;
+      svg.appendChild(s("path", { d: d, fill: "none", stroke: hot ? ACCENT : "#cbd5e1", "stroke-width": hot ? 3 : 1.6,
+        "stroke-dasharray": n.kind === "debug" ? "4 3" : null, class: "edge" + (hot ? " winner" : "") }));
+    });
+    order.forEach(function (id) {
+      var n = byId[id], c = COLORS[n.outcome] || "#999", x = X(id), y = Y(id), shape;
+      if (n.kind === "seed") shape = s("rect", { x: x - 6, y: y - 6, width: 12, height: 12, rx: 3, fill: c });
+      else shape = s("circle", { cx: x, cy: y, r: 6, fill: n.outcome === "running" ? "#fff" : c, stroke: n.outcome === "running" ? c : null,
+        "stroke-dasharray": n.outcome === "running" ? "3 2" : null, "stroke-width": 2 });
+      shape.setAttribute("class", "tdot");
+      shape.setAttribute("data-id", id);
+      if (onPath[id]) svg.appendChild(s("circle", { cx: x, cy: y, r: 9.5, fill: "none", stroke: ACCENT, "stroke-width": 2 }));
+      svg.appendChild(shape);
+    });
+    box.appendChild(svg);
+    order.forEach(function (id) {
+      var n = byId[id], fail = n.failure ? " — [" + n.failure.stage + "] " + n.failure.message : "";
+      box.appendChild(h("div", { class: "tnode" + (onPath[id] ? " path" : ""), "data-id": id, role: "treeitem",
+        style: "padding-left:" + (width + 8) + "px", title: n.hypothesis + fail, on: { click: function () { select(id, true); } } }, [
+        h("span", { class: "tid" }, [id, D.best === id ? h("span", { class: "star", text: " ★" }) : null]),
+        h("span", { class: "tscore", text: fmt(n.primary) }),
+        h("span", { class: "tchip" }, [chip(n.outcome)]),
+        h("span", { class: "tkind", text: n.kind }),
+        h("span", { class: "thyp", text: n.hypothesis + fail })]));
+    });
+    legend($("legend"), [h("span", {}, [h("i", { class: "sw line", style: "background:" + ACCENT }), "winner's path"]),
+      h("span", { text: "■ seed  ┆ repair" })]);
+  }
+
+  // ------------------------------------------------------------------ the chart
+  function ticks(lo, hi, n) {
+    var span = hi - lo || Math.abs(hi) || 1, step = Math.pow(10, Math.floor(Math.log10(span / n))), err = span / n / step;
+    step *= err >= 7.5 ? 10 : err >= 3.5 ? 5 : err >= 1.5 ? 2 : 1;
+    var out = [];
+    for (var v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(+v.toFixed(12));
+    return out;
+  }
+  function chartView() {
+    var box = $("chart"), W = Math.max(box.clientWidth || 800, 360), H = 300, L = 64, R = 16, T = 14, B = 44;
+    var pts = D.nodes.filter(function (n) { return num(n.primary); });
+    var fails = D.nodes.filter(function (n) { return n.primary === null && n.outcome !== "running" && num(n.iteration); });
+    var svg = s("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img", "aria-label": "validation score per iteration" });
+    box.appendChild(svg);
+    if (!pts.length) { svg.appendChild(s("text", { x: W / 2, y: H / 2, "text-anchor": "middle", text: "no evaluated node yet" })); return; }
+    var xs = D.nodes.filter(function (n) { return num(n.iteration); }).map(function (n) { return n.iteration; });
+    var xmax = Math.max(1, Math.max.apply(null, xs)), ys = pts.map(function (n) { return n.primary; });
+    var lo = Math.min.apply(null, ys), hi = Math.max.apply(null, ys), pad = (hi - lo) * 0.08 || Math.abs(hi) * 0.01 || 0.01;
+    lo -= pad; hi += pad;
+    function px(x) { return L + (x / xmax) * (W - L - R); }
+    function py(y) { return T + (1 - (y - lo) / (hi - lo)) * (H - T - B); }
+    var yt = ticks(lo, hi, 5), dec = yt.length > 1 ? Math.max(0, Math.min(8, -Math.floor(Math.log10(yt[1] - yt[0]) + 1e-9))) : 3;
+    yt.forEach(function (v) {
+      if (v < lo || v > hi) return;
+      svg.appendChild(s("line", { class: "grid-line", x1: L, x2: W - R, y1: py(v), y2: py(v) }));
+      svg.appendChild(s("text", { x: L - 8, y: py(v) + 4, "text-anchor": "end", text: v.toFixed(dec) }));
+    });
+    ticks(0, xmax, Math.min(xmax, 12)).filter(function (v) { return v === Math.round(v); }).forEach(function (v) {
+      svg.appendChild(s("text", { x: px(v), y: H - B + 16, "text-anchor": "middle", text: v }));
+    });
+    svg.appendChild(s("line", { class: "axis", x1: L, x2: W - R, y1: H - B, y2: H - B }));
+    svg.appendChild(s("line", { class: "axis", x1: L, x2: L, y1: T, y2: H - B }));
+    svg.appendChild(s("text", { x: (L + W - R) / 2, y: H - 8, "text-anchor": "middle", text: "iteration (seeds at 0)" }));
+    svg.appendChild(s("text", { x: 14, y: (T + H - B) / 2, "text-anchor": "middle",
+      transform: "rotate(-90 14 " + (T + H - B) / 2 + ")", text: metric + (higher ? " ↑" : " ↓") }));
+    var best = null, d = "";
+    pts.forEach(function (n, i) {
+      var prev = best;
+      if (better(n.primary, best)) best = n.primary;
+      d += i === 0 ? "M" + px(n.iteration) + " " + py(best) : " H" + px(n.iteration) + (best !== prev ? " V" + py(best) : "");
+    });
+    d += " H" + px(xmax);
+    svg.appendChild(s("path", { class: "best-line", d: d }));
+    fails.forEach(function (n) {
+      var x = px(n.iteration), y = H - B - 8, g = s("g", { class: "fail-mark", "data-id": n.id });
+      g.appendChild(s("path", { d: "M" + (x - 4) + " " + (y - 4) + " L" + (x + 4) + " " + (y + 4) + " M" + (x + 4) + " " + (y - 4) + " L" + (x - 4) + " " + (y + 4),
+        stroke: COLORS[n.outcome] || COLORS.failed }));
+      hover(g, n);
+      svg.appendChild(g);
+    });
+    pts.forEach(function (n) {
+      var c = s("circle", { class: "point", "data-id": n.id, cx: px(n.iteration), cy: py(n.primary), r: D.best === n.id ? 7 : 5,
+        fill: COLORS[n.outcome] || "#999" });
+      hover(c, n);
+      svg.appendChild(c);
+    });
+    var win = D.best && byId[D.best];
+    if (win && num(win.primary) && num(win.iteration)) {
+      var bx = px(win.iteration), right = bx > W - 160;
+      svg.appendChild(s("text", { class: "best-label", x: bx + (right ? -12 : 12), y: py(win.primary) - 10,
+        "text-anchor": right ? "end" : "start", text: "★ " + win.id + "  " + fmt(win.primary) }));
+    }
+    $("chart-legend").appendChild(h("span", {}, [h("i", { class: "sw line", style: "background:" + ACCENT }), "best so far"]));
+    $("chart-legend").appendChild(h("span", { text: "● evaluated node   × failed node (colour = status)" }));
+  }
+  function hover(el, n) {
+    el.addEventListener("mousemove", function (ev) {
+      showTip(ev, [n.id + "  ·  " + (num(n.primary) ? metric + " " + fmt(n.primary) : "failed") + "  ·  " + (D.outcome_labels[n.outcome] || n.outcome), n.hypothesis]);
+    });
+    el.addEventListener("mouseleave", hideTip);
+    el.addEventListener("click", function () { select(n.id, true); });
+  }
+
+  // ------------------------------------------------------------------ the experiment table
+  var sortKey = "iteration", sortDesc = false;
+  function columns() {
+    var cols = [
+      { key: "iteration", label: "iter", num: true, get: function (n) { return n.iteration; }, show: String },
+      { key: "id", label: "node", get: function (n) { return n.id; } },
+      { key: "parent", label: "parent", get: function (n) { return n.parent_id || ""; } },
+      { key: "kind", label: "kind", get: function (n) { return n.kind; } },
+      { key: "hypothesis", label: "hypothesis", get: function (n) { return n.hypothesis; } }];
+    D.metrics.forEach(function (m, i) {
+      cols.push({ key: "m:" + m, label: m + (i === 0 ? (higher ? " ↑" : " ↓") : ""), num: true,
+        get: function (n) { return i === 0 ? n.primary : (n.metrics || {})[m]; }, show: fmt });
+    });
+    return cols.concat([
+      { key: "outcome", label: "status", get: function (n) { return n.outcome; } },
+      { key: "wall", label: "wall", num: true, get: function (n) { return n.execution ? n.execution.wall_s : null; }, show: secs },
+      { key: "tokens", label: "tokens", num: true, get: function (n) { return n.usage ? n.usage.total_tokens : null; }, show: int },
+      { key: "cost", label: "cost", num: true, get: function (n) { return n.usage ? n.usage.cost_usd : null; }, show: usd }]);
+  }
+  function tableView() {
+    var cols = columns(), table = $("table"), tr = h("tr");
+    cols.forEach(function (c) {
+      tr.appendChild(h("th", { "data-key": c.key, class: c.key === sortKey ? "sorted" + (sortDesc ? " desc" : "") : "",
+        on: { click: function () { sortDesc = sortKey === c.key ? !sortDesc : false; sortKey = c.key; tableView(); } } }, [c.label]));
+    });
+    var col = cols.filter(function (c) { return c.key === sortKey; })[0];
+    var rows = D.nodes.slice().sort(function (a, b) {
+      var x = col.get(a), y = col.get(b);
+      if (x === null || x === undefined) return 1;
+      if (y === null || y === undefined) return -1;
+      var r = x < y ? -1 : x > y ? 1 : 0;
+      return sortDesc ? -r : r;
+    });
+    var body = h("tbody");
+    rows.forEach(function (n) {
+      var row = h("tr", { "data-id": n.id, class: n.id === selected ? "selected" : "", on: { click: function () { select(n.id, true); } } });
+      cols.forEach(function (c) {
+        var v = c.get(n), cell;
+        if (c.key === "outcome") cell = h("td", {}, [chip(n.outcome)]);
+        else if (c.key === "hypothesis") cell = h("td", { class: "hyp" }, [v, n.failure ? h("div", { class: "bad",
+          text: "[" + n.failure.stage + "] " + n.failure.message.slice(0, 160) }) : null]);
+        else if (c.key === "id") cell = h("td", { class: "mono", style: "white-space:nowrap" }, [v, D.best === v ? h("span", { class: "star", text: " ★" }) : null]);
+        else cell = h("td", { class: c.num ? "num" : "mono", text: c.show ? c.show(v) : v });
+        row.appendChild(cell);
+      });
+      body.appendChild(row);
+    });
+    table.textContent = "";
+    table.appendChild(h("thead", {}, [tr]));
+    table.appendChild(body);
+  }
+
+  // ------------------------------------------------------------------ selection and details
+  function select(id, user) {
+    if (!byId[id]) return;
+    selected = id;
+    document.querySelectorAll(".selected").forEach(function (e) { e.classList.remove("selected"); });
+    document.querySelectorAll('[data-id="' + id + '"]').forEach(function (e) {
+      if (e.classList.contains("tnode") || e.tagName === "TR") e.classList.add("selected");
+    });
+    document.querySelectorAll(".point").forEach(function (p) { p.classList.toggle("sel", p.getAttribute("data-id") === id); });
+    detailView(byId[id]);
+    if (user) { var t = document.querySelector('.tnode[data-id="' + id + '"]'); if (t && t.scrollIntoView) t.scrollIntoView({ block: "nearest" }); }
+  }
+
+  // ------------------------------------------------------------------ run facts
+  function meter(label, b, show) {
+    var used = b.used, max = b.max, frac = num(max) && max > 0 ? Math.min(1, used / max) : null;
+    return [h("div", { text: label + ": " + show(used) + (num(max) ? " of " + show(max) : " (no limit)") }),
+      frac !== null ? h("div", { class: "meter" }, [h("span", { style: "width:" + (frac * 100).toFixed(1) + "%" })]) : null];
+  }
+  function factsView() {
+    var B = D.budget, facts = $("facts"), iso = D.isolation || {};
+    facts.appendChild(h("div", {}, [h("h3", { text: "Budget used" })].concat(
+      meter("iterations", B.iterations, String), meter("wall-clock", B.time_s, secs),
+      meter("tokens", B.tokens, int), meter("cost", B.cost_usd, usd))));
+    facts.appendChild(h("div", {}, [h("h3", { text: "Stop" }),
+      h("p", { text: D.status.stop_reason || "not stopped: the run is in progress (or was killed; `rlab resume` continues it)" }),
+      D.status.in_flight.length ? h("p", { class: "bad", text: "running now: " + D.status.in_flight.join(", ") }) : null,
+      h("h3", { text: "Isolation" }),
+      kv(Object.keys(iso).map(function (k) { return [k, String(iso[k])]; }))]));
+    var run = D.run, cfg = D.config;
+    facts.appendChild(h("div", {}, [h("h3", { text: "Run" }), kv([["agent", run.agent || "?"], ["strategy", run.strategy || "?"],
+      ["sandbox", run.sandbox || "?"], ["created", run.created || "?"]].concat(
+      Object.keys(cfg).map(function (k) { return [k, cfg[k] === null ? "–" : String(cfg[k])]; }),
+      Object.keys(D.machine).map(function (k) { return [k, String(D.machine[k])]; })))]));
+    facts.appendChild(h("div", {}, [h("h3", { text: "Versions" }),
+      kv(Object.keys(D.versions).map(function (k) { return [k, String(D.versions[k])]; }))]));
+    $("footer").textContent = "rlab " + D.rlab_version + " · generated " + D.generated_at + " · " + D.status.events +
+      " journal events · " + run.path;
+  }
+
+  header();
+  treeView();
+  chartView();
+  tableView();
+  factsView();
+  var last = D.nodes.length ? D.nodes[D.nodes.length - 1].id : null;
+  if (D.best || last) select(D.best || last, false);
+  document.body.setAttribute("data-ready", "1");
