@@ -56,6 +56,8 @@ def test_improving_hypothesis_is_kept_and_becomes_the_parent(run_toy):
     assert "-SLOPE = 2.0" in n2.diff and "+SLOPE = 3.0" in n2.diff
     assert (outcome.run.node_dir(n2.id) / "diff.patch").read_text() == n2.diff
     assert "SLOPE = 3.0" in (outcome.run.best_dir / "src" / "main.py").read_text()
+    info = json.loads(outcome.run.run_json.read_text())
+    assert info["task_facts"]["baselines"] == {"true line y = 3x + 1": 0.1}
     manifest = json.loads((outcome.run.best_dir / "manifest.json").read_text())
     assert manifest["node"] == n3.id and manifest["selected_by"] == "validation"
     assert (outcome.run.best_dir / "submission.json").exists()

@@ -164,6 +164,13 @@ class PreparedTask(ABC):
         """Facts recorded in ``run.json`` (sizes, versions, cutoffs)."""
         return {}
 
+    def reference_baselines(self) -> dict[str, float]:
+        """Published or official reference scores of the primary metric, by name.
+
+        Shown by the dashboard as bars to compare with, never used as a target or to steer.
+        """
+        return {}
+
 
 # --------------------------------------------------------------------------- agents
 

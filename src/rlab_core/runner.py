@@ -122,7 +122,7 @@ def _run_json(host: PluginHost, config: RunConfig, task_name: str, parts: _Parts
         "isolation": parts.sandbox.isolation_details(),
         "versions": {"rlab-core": __version__, "python": sys.version.split()[0], **host.versions()},
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
-        "task_facts": parts.task.describe(),
+        "task_facts": {**parts.task.describe(), "baselines": parts.task.reference_baselines()},
     }
 
 

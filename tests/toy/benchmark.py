@@ -94,6 +94,10 @@ class ToyTask(PreparedTask):
     def hidden_paths(self) -> list[Path]:
         return [self.private]
 
+    def reference_baselines(self) -> dict[str, float]:
+        """The noise floor: the generating line itself scores about the noise's spread."""
+        return {"true line y = 3x + 1": 0.1}
+
     def audit_patterns(self) -> list[AuditPattern]:
         return [AuditPattern(pattern=r"labels\.json", reason="reads the label file")]
 
