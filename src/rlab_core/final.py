@@ -52,9 +52,13 @@ def finalize(host: PluginHost, run: RunFolder, *, force: bool = False) -> dict[s
     patterns = [*core_audit_patterns(hidden), *task.audit_patterns()]
     findings = audit_source(read_source(run.node_src(best.id)), patterns)
 
+    facts = task.describe()
     report = {
         "run": run.run_id,
         "task": info["task"],
+        # benchmark facts (dataset, family, sizes, versions) as the task states them
+        **{key: facts[key] for key in ("dataset", "family") if key in facts},
+        "task_facts": facts,
         "primary_metric": best.score.primary_metric,
         "higher_is_better": best.score.higher_is_better,
         "selected_by": "validation",

@@ -1,0 +1,1 @@
+"""rlab-kuairand: the KuaiRand-Pure / 1K ranking benchmark for rlab."""

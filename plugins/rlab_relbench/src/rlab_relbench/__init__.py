@@ -1,0 +1,1 @@
+"""rlab-relbench: RelBench benchmarks for rlab."""
