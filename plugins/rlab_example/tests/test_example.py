@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,9 +24,8 @@ from rlab_core.builtin.local_sandbox import LocalSandbox, LocalSandboxConfig
 from rlab_core.edits import apply_edits, copy_source, read_source, write_source
 from rlab_core.errors import ContractError, UnknownNameError
 from rlab_core.hookspecs import BenchmarkInfo
-from rlab_core.interfaces import SandboxRequest
 from rlab_core.run_folder import cache_home
-from rlab_core.testing import check_benchmark
+from rlab_core.testing import check_benchmark, run_candidate
 
 pytest_plugins = ["rlab_core.testing.fixtures"]
 
@@ -69,36 +67,7 @@ def _rows(path: Path) -> list[dict[str, str]]:
 
 def _run(sandbox: LocalSandbox, task: FlightsDelayTask, source: Path, tmp: Path):
     """Run a candidate folder like the loop does; return (execution, output folder)."""
-    work, out, cache = tmp / "work", tmp / "out", tmp / "cache"
-    copy_source(source, work)
-    out.mkdir()
-    cache.mkdir()
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "RLAB_DATA_DIR": str(task.data_dir),
-        "RLAB_OUTPUT_DIR": str(out),
-        "RLAB_CACHE_DIR": str(cache),
-        "RLAB_STAGE": "full",
-        "RLAB_SEED": "0",
-        "RLAB_THREADS": "1",
-        "HOME": str(work),
-    }
-    execution = sandbox.run(
-        SandboxRequest(
-            workdir=work,
-            command=["python", "main.py"],
-            env=env,
-            data_dir=task.data_dir,
-            output_dir=out,
-            cache_dir=cache,
-            log_path=tmp / "log.txt",
-            hidden_paths=task.hidden_paths(),
-            timeout_s=120,
-            memory_mb=2048,
-            max_output_mb=1,
-        )
-    )
-    return execution, out
+    return run_candidate(task, source, sandbox, tmp, threads=1, timeout_s=120, memory_mb=2048)
 
 
 # --------------------------------------------------------------------------- metrics

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -19,11 +18,10 @@ from rlab_core.builtin.local_sandbox import LocalSandbox, LocalSandboxConfig
 from rlab_core.config import RunConfig
 from rlab_core.edits import apply_edits, copy_source, read_source, write_source
 from rlab_core.errors import ContractError
-from rlab_core.interfaces import SandboxRequest
 from rlab_core.journal import replay
 from rlab_core.plugins import PluginHost
 from rlab_core.runner import start_run
-from rlab_core.testing import check_benchmark
+from rlab_core.testing import check_benchmark, run_candidate
 
 pytest_plugins = ["rlab_core.testing.fixtures"]
 SMALL = {"sample_users": 250, "sample_videos": 700}
@@ -36,36 +34,8 @@ def sandbox() -> LocalSandbox:
 
 
 def _run(sandbox: LocalSandbox, task: KuaiRandTask, source: Path, tmp: Path):
-    work, out, cache = tmp / "work", tmp / "out", tmp / "cache"
-    copy_source(source, work)
-    out.mkdir()
-    cache.mkdir()
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "RLAB_DATA_DIR": str(task.data_dir),
-        "RLAB_OUTPUT_DIR": str(out),
-        "RLAB_CACHE_DIR": str(cache),
-        "RLAB_STAGE": "full",
-        "RLAB_SEED": "0",
-        "RLAB_THREADS": "2",
-        "HOME": str(work),
-    }
-    execution = sandbox.run(
-        SandboxRequest(
-            workdir=work,
-            command=["python", "main.py"],
-            env=env,
-            data_dir=task.data_dir,
-            output_dir=out,
-            cache_dir=cache,
-            log_path=tmp / "log.txt",
-            hidden_paths=task.hidden_paths(),
-            timeout_s=180,
-            memory_mb=4096,
-            max_output_mb=2,
-        )
-    )
-    return execution, out
+    """Run a candidate folder like the loop does; return (execution, output folder)."""
+    return run_candidate(task, source, sandbox, tmp, threads=2, timeout_s=180, memory_mb=4096)
 
 
 def test_plugin_registers_lazily_below_the_relbench_default(plugin_host, register_plugin) -> None:

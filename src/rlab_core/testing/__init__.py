@@ -10,6 +10,7 @@ from rlab_core.testing.conformance import (
     check_benchmark,
     check_sandbox,
     check_strategy,
+    run_candidate,
 )
 
-__all__ = ["check_agent", "check_benchmark", "check_sandbox", "check_strategy"]
+__all__ = ["check_agent", "check_benchmark", "check_sandbox", "check_strategy", "run_candidate"]

@@ -12,7 +12,7 @@ import random
 import tempfile
 from pathlib import Path
 
-from rlab_core.edits import apply_edits, read_source
+from rlab_core.edits import apply_edits
 from rlab_core.errors import ContractError, RlabUserError, UnknownNameError
 from rlab_core.interfaces import (
     Agent,
@@ -160,42 +160,57 @@ def check_benchmark(
     return prepared
 
 
-def _score_seed(prepared: PreparedTask, sandbox: Sandbox, tmp: Path) -> None:
-    from rlab_core.edits import copy_source
+def run_candidate(
+    prepared: PreparedTask,
+    source: Path,
+    sandbox: Sandbox,
+    tmp: Path,
+    *,
+    threads: int = 1,
+    timeout_s: float | None = None,
+    memory_mb: int | None = None,
+) -> tuple[Execution, Path]:
+    """Run the candidate folder ``source`` as the loop would; return (execution, output folder).
 
-    seed = prepared.seed_candidates()[0]
+    The candidate gets a fresh working copy, the contract variables and the task's limits
+    and hidden paths, so plugin tests exercise the same view a real run gives.
+    """
+    from rlab_core.edits import copy_source
+    from rlab_core.guard import candidate_environment
+
     work, out, cache = tmp / "work", tmp / "out", tmp / "cache"
-    copy_source(seed.path, work)
-    out.mkdir()
-    cache.mkdir()
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+    copy_source(source, work)
+    out.mkdir(parents=True)
+    cache.mkdir(parents=True)
+    contract = {
         "RLAB_DATA_DIR": str(prepared.data_dir),
         "RLAB_OUTPUT_DIR": str(out),
         "RLAB_CACHE_DIR": str(cache),
         "RLAB_STAGE": "full",
         "RLAB_SEED": "0",
-        "RLAB_THREADS": "1",
+        "RLAB_THREADS": str(threads),
         "HOME": str(work),
     }
-    for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
-        if name in os.environ:
-            env[name] = os.environ[name]
     execution = sandbox.run(
         SandboxRequest(
             workdir=work,
             command=["python", "main.py"],
-            env=env,
+            env=candidate_environment(os.environ, contract),
             data_dir=prepared.data_dir,
             output_dir=out,
             cache_dir=cache,
             log_path=tmp / "log.txt",
             hidden_paths=prepared.hidden_paths(),
-            timeout_s=prepared.limits.timeout_s,
-            memory_mb=prepared.limits.memory_mb,
+            timeout_s=timeout_s or prepared.limits.timeout_s,
+            memory_mb=memory_mb or prepared.limits.memory_mb,
             max_output_mb=prepared.limits.max_output_mb,
         )
     )
+    return execution, out
+
+
+def _score_seed(prepared: PreparedTask, sandbox: Sandbox, tmp: Path) -> None:
+    execution, out = run_candidate(prepared, prepared.seed_candidates()[0].path, sandbox, tmp)
     assert execution.ok, f"the first seed must run: {execution.log_tail[-500:]}"
     assert prepared.validate_outputs(out, "val") == [], (
         "the seed's outputs must satisfy the contract"
@@ -288,4 +303,4 @@ def check_strategy(strategy: Strategy) -> None:
     assert strategy.stop_reason(state) is None, "a rising score must not stop the search"
 
 
-__all__ = ["check_agent", "check_benchmark", "check_sandbox", "check_strategy", "read_source"]
+__all__ = ["check_agent", "check_benchmark", "check_sandbox", "check_strategy", "run_candidate"]
