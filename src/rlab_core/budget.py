@@ -1,4 +1,4 @@
-"""Budgets: iterations, wall-clock, tokens and cost, and the stop reasons they give."""
+"""Budgets: iterations, wall-clock, tokens and cost; the stop reasons and stages they give."""
 
 from __future__ import annotations
 
@@ -35,3 +35,33 @@ def budget_stop_reason(progress: BudgetProgress) -> str | None:
     if p.max_cost is not None and p.cost_used >= p.max_cost:
         return f"cost budget reached (${p.cost_used:.2f} of ${p.max_cost:.2f})"
     return None
+
+
+#: Below this share of the budget a staged task runs its ``mini`` stage (subsampled data).
+MINI_STAGE_BELOW = 0.35
+#: From this share of the budget a staged task runs its ``ensemble`` stage.
+ENSEMBLE_STAGE_FROM = 0.80
+
+
+def stage_by_progress(
+    progress: BudgetProgress,
+    *,
+    mini_below: float = MINI_STAGE_BELOW,
+    ensemble_from: float = ENSEMBLE_STAGE_FROM,
+) -> str:
+    """The standard stage for a task that scales its work with the budget used.
+
+    ``mini`` below ``mini_below`` of the largest bounded budget, ``ensemble`` from
+    ``ensemble_from``, ``full`` between. A run with no bounded budget is always ``full``.
+    """
+    fraction = progress.fraction
+    if fraction < mini_below and _bounded(progress):
+        return "mini"
+    if fraction >= ensemble_from:
+        return "ensemble"
+    return "full"
+
+
+def _bounded(progress: BudgetProgress) -> bool:
+    p = progress
+    return any((p.iterations_max, p.time_budget_s, p.max_tokens, p.max_cost))

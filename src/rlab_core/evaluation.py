@@ -61,9 +61,12 @@ class CandidateEvaluator:
         self.smoke = task.smoke_run if config.smoke_run is None else config.smoke_run
         self.threads = config.threads or max(1, (os.cpu_count() or 1) // config.workers)
 
-    def _contract_env(self, workdir: Path, output_dir: Path, stage: str) -> dict[str, str]:
+    def _contract_env(
+        self, node_id_: str, workdir: Path, output_dir: Path, stage: str, top_nodes: list[str]
+    ) -> dict[str, str]:
         threads = str(self.threads)
         contract = {
+            "RLAB_NODE_ID": node_id_,
             "RLAB_DATA_DIR": str(self.task.data_dir),
             "RLAB_OUTPUT_DIR": str(output_dir),
             "RLAB_CACHE_DIR": str(self.run.cache_dir),
@@ -78,16 +81,25 @@ class CandidateEvaluator:
             "MPLBACKEND": "Agg",
             **dict.fromkeys(THREAD_VARIABLES, threads),
         }
+        if stage == "ensemble":
+            # the best evaluated nodes, best first: their cached predictions are combined
+            contract["RLAB_TOP_NODES"] = ",".join(top_nodes)
         return candidate_environment(os.environ, contract, self.config.env_allow)
 
     def _sandbox_request(
-        self, node_id_: str, workdir: Path, output_dir: Path, log: Path, stage: str
+        self,
+        node_id_: str,
+        workdir: Path,
+        output_dir: Path,
+        log: Path,
+        stage: str,
+        top_nodes: list[str],
     ) -> SandboxRequest:
         smoke = stage == "debug"
         return SandboxRequest(
             workdir=workdir,
             command=["python", "main.py", *(["--debug"] if smoke else [])],
-            env=self._contract_env(workdir, output_dir, stage),
+            env=self._contract_env(node_id_, workdir, output_dir, stage, top_nodes),
             data_dir=self.task.data_dir,
             output_dir=output_dir,
             cache_dir=self.run.cache_dir,
@@ -102,13 +114,21 @@ class CandidateEvaluator:
         )
 
     def evaluate(
-        self, node_id_: str, src_dir: Path, timing: Timing
+        self,
+        node_id_: str,
+        src_dir: Path,
+        timing: Timing,
+        *,
+        stage: str = "full",
+        top_nodes: list[str] | None = None,
     ) -> tuple[Execution | None, Score | None, Failure | None]:
         """Run the candidate in ``src_dir`` and return (execution, validation score, failure).
 
         Exactly one of score and failure is set. ``timing`` receives the sandbox start,
-        candidate and scoring seconds.
+        candidate and scoring seconds. ``stage`` is the candidate's ``RLAB_STAGE`` after the
+        smoke run; ``top_nodes`` (best first) reach it as ``RLAB_TOP_NODES`` at ``ensemble``.
         """
+        top = list(top_nodes or [])
         node_dir = self.run.node_dir(node_id_)
         output_dir = node_dir / "outputs"
         workdir = self.run.scratch_dir / node_id_
@@ -124,6 +144,7 @@ class CandidateEvaluator:
                     node_dir / "smoke_log.txt",
                     "debug",
                     timing,
+                    top,
                 )
                 shutil.rmtree(smoke_out, ignore_errors=True)
                 if failure is not None:
@@ -131,7 +152,7 @@ class CandidateEvaluator:
                     return execution, None, failure
             output_dir.mkdir(exist_ok=True)
             execution, failure = self._run_stage(
-                node_id_, src_dir, workdir, output_dir, node_dir / "log.txt", "full", timing
+                node_id_, src_dir, workdir, output_dir, node_dir / "log.txt", stage, timing, top
             )
             if failure is not None:
                 return execution, None, failure
@@ -182,11 +203,12 @@ class CandidateEvaluator:
         log: Path,
         stage: str,
         timing: Timing,
+        top_nodes: list[str],
     ) -> tuple[Execution, Failure | None]:
         start = time.perf_counter()
         shutil.rmtree(workdir, ignore_errors=True)
         copy_source(src_dir, workdir)
-        request = self._sandbox_request(node_id_, workdir, output_dir, log, stage)
+        request = self._sandbox_request(node_id_, workdir, output_dir, log, stage, top_nodes)
         prepared = time.perf_counter() - start
         execution = self.sandbox.run(request)
         timing.sandbox_start_s = round(

@@ -164,6 +164,16 @@ class PreparedTask(ABC):
         """Facts recorded in ``run.json`` (sizes, versions, cutoffs)."""
         return {}
 
+    def stage_for(self, progress: BudgetProgress) -> str:
+        """The stage the next candidate runs in (``RLAB_STAGE``): ``full`` by default.
+
+        Tasks that scale their work with the budget return ``mini`` (subsampled data),
+        ``full`` or ``ensemble`` (combine the best nodes' cached predictions);
+        :func:`rlab_core.budget.stage_by_progress` gives the standard thresholds. The agent
+        is told the stage, and at ``ensemble`` the candidate gets ``RLAB_TOP_NODES``.
+        """
+        return "full"
+
     def reference_baselines(self) -> dict[str, float]:
         """Published or official reference scores of the primary metric, by name.
 
@@ -240,6 +250,7 @@ class AgentContext(Record):
     playbook: list[PlaybookMove] = Field(default_factory=list)
     seed: int = 0
     step: Literal["draft", "improve"] = "improve"
+    stage: str = Field(default="full", description="RLAB_STAGE the child will run in.")
 
 
 class RepairContext(AgentContext):

@@ -60,6 +60,8 @@ from rlab_core.run_folder import RunFolder
 EventSink = Callable[[dict[str, Any]], None]
 #: A run whose agent keeps failing stops instead of burning its budget on nothing.
 MAX_AGENT_FAILURES_IN_A_ROW = 5
+#: How many of the best nodes an ``ensemble``-stage candidate is told to combine.
+ENSEMBLE_TOP_K = 5
 
 
 class ResearchLoop:
@@ -199,6 +201,7 @@ class ResearchLoop:
     # ------------------------------------------------------------------ one iteration
 
     def _context(self, parent: Node, step: str) -> AgentContext:
+        progress = self.progress()
         return AgentContext(
             task=self.task.name,
             problem=self._problem,
@@ -207,11 +210,12 @@ class ResearchLoop:
             parent=self.tree.summary(parent),
             parent_source=self.source_of(parent.id),
             tree=self.tree.summaries(),
-            progress=self.progress(),
+            progress=progress,
             editable_files=list(self.task.editable_files),
             playbook=self._playbook,
             seed=self.config.seed,
             step=step,  # type: ignore[arg-type]
+            stage=self.task.stage_for(progress),
         )
 
     def _expand(self, step: Step) -> None:
@@ -374,8 +378,11 @@ class ResearchLoop:
 
         execution: Execution | None = None
         score: Score | None = None
+        stage = self.task.stage_for(self.progress())
         if failure is None:
-            execution, score, failure = self.evaluator.evaluate(new_id, src_dir, timing)
+            execution, score, failure = self.evaluator.evaluate(
+                new_id, src_dir, timing, stage=stage, top_nodes=self.tree.top_ids(ENSEMBLE_TOP_K)
+            )
 
         node = Node(
             id=new_id,
@@ -393,6 +400,7 @@ class ResearchLoop:
             score=score,
             failure=failure,
             repair_of=repair_of,
+            stage=stage,
             usage=proposal.usage,
             timing=timing,
             created_at=created,

@@ -192,6 +192,7 @@ class Node(Record):
     score: Score | None = None
     failure: Failure | None = None
     repair_of: str | None = Field(default=None, description="The failed node this one repairs.")
+    stage: str = Field(default="full", description="RLAB_STAGE the candidate ran in.")
     usage: Usage = Field(default_factory=Usage)
     timing: Timing = Field(default_factory=Timing)
     created_at: float = 0.0

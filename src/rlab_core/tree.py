@@ -77,6 +77,15 @@ class Tree:
                 best = node
         return best
 
+    def top_ids(self, k: int) -> list[str]:
+        """Ids of the ``k`` best evaluated nodes, best first (earliest wins ties)."""
+        ranked = sorted(
+            self.evaluated(),
+            key=lambda n: n.score.primary if n.score.higher_is_better else -n.score.primary,  # type: ignore[union-attr]
+            reverse=True,
+        )
+        return [n.id for n in ranked[:k]]
+
     def best_history(self) -> list[float]:
         """Best-so-far primary score after each evaluated node, in finishing order."""
         history: list[float] = []

@@ -169,11 +169,14 @@ def run_candidate(
     threads: int = 1,
     timeout_s: float | None = None,
     memory_mb: int | None = None,
+    stage: str = "full",
+    extra_env: dict[str, str] | None = None,
 ) -> tuple[Execution, Path]:
     """Run the candidate folder ``source`` as the loop would; return (execution, output folder).
 
     The candidate gets a fresh working copy, the contract variables and the task's limits
-    and hidden paths, so plugin tests exercise the same view a real run gives.
+    and hidden paths, so plugin tests exercise the same view a real run gives. ``stage``
+    is its ``RLAB_STAGE``; ``extra_env`` adds contract variables such as ``RLAB_NODE_ID``.
     """
     from rlab_core.edits import copy_source
     from rlab_core.guard import candidate_environment
@@ -186,10 +189,11 @@ def run_candidate(
         "RLAB_DATA_DIR": str(prepared.data_dir),
         "RLAB_OUTPUT_DIR": str(out),
         "RLAB_CACHE_DIR": str(cache),
-        "RLAB_STAGE": "full",
+        "RLAB_STAGE": stage,
         "RLAB_SEED": "0",
         "RLAB_THREADS": str(threads),
         "HOME": str(work),
+        **(extra_env or {}),
     }
     execution = sandbox.run(
         SandboxRequest(
