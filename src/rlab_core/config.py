@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
@@ -55,7 +55,12 @@ class RunConfig(BaseModel):
     debug_tries: int = Field(default=1, ge=0, description="Repair attempts for a failed node.")
     seed: int = Field(default=0, description="Seed for the strategy, agent and candidates.")
     seed_candidate: Path | None = Field(default=None, description="Start from this program folder.")
-    workers: int = Field(default=1, ge=1, description="Candidates at once (parallelism: later).")
+    workers: int = Field(default=1, ge=1, description="Candidates evaluated at once.")
+    parallel_order: Literal["reproducible", "as-completed"] = Field(
+        default="reproducible",
+        description="With several workers: decisions see results in dispatch order "
+        "(same candidates on every rerun) or as soon as they finish.",
+    )
     threads: int | None = Field(default=None, ge=1, description="RLAB_THREADS for candidates.")
     out: Path = Field(default=Path("runs"), description="Folder that holds run folders.")
     rebuild_cache: bool = Field(default=False, description="Rebuild the task's prepared data.")

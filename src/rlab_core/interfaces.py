@@ -263,7 +263,16 @@ class RepairContext(AgentContext):
 
 
 class Agent(ABC):
-    """Proposes one hypothesis and its edits for a parent, and repairs failed nodes."""
+    """Proposes one hypothesis and its edits for a parent, and repairs failed nodes.
+
+    With ``--workers N`` the loop keeps up to N candidates running. An agent whose
+    ``concurrent_calls`` is true is called from several worker threads at once (its
+    contexts show other in-flight nodes once their proposals exist); otherwise calls are
+    serialized and proposals are made one at a time, each seeing every earlier one.
+    """
+
+    #: True when ``propose`` and ``repair`` may run in several threads at once.
+    concurrent_calls: bool = False
 
     def __init__(self, config: BaseModel) -> None:
         self.config = config
@@ -308,7 +317,12 @@ class StopRules:
 
 @dataclass
 class StrategyState:
-    """What a strategy is told each time it is asked."""
+    """What a strategy is told each time it is asked.
+
+    ``tree`` holds the finished nodes this decision may see (see :mod:`rlab_core.parallel`);
+    ``extra`` carries ``exhausted`` (parents the agent has nothing left for), ``running``
+    (parent id → children still being evaluated) and ``running_drafts``.
+    """
 
     tree: Tree
     progress: BudgetProgress
@@ -377,7 +391,17 @@ class Sandbox(ABC):
 
     @abstractmethod
     def run(self, request: SandboxRequest) -> Execution:
-        """Run ``request.command`` in ``request.workdir`` and return what happened."""
+        """Run ``request.command`` in ``request.workdir`` and return what happened.
+
+        Must be safe to call from several threads at once (``--workers N``).
+        """
+
+    def cancel(self) -> None:  # noqa: B027 - optional hook
+        """Stop every candidate this sandbox is running now, from any thread.
+
+        Called when a run is interrupted; the pending ``run`` calls return promptly with
+        the candidate recorded as killed. Sandboxes that cannot cancel may ignore it.
+        """
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release containers, clusters or other resources."""

@@ -119,7 +119,7 @@ class Execution(Record):
     cpu_s: float = 0.0
     peak_memory_mb: float = 0.0
     timed_out: bool = False
-    killed_by: Literal["timeout", "memory", "output", "signal"] | None = None
+    killed_by: Literal["timeout", "memory", "output", "signal", "cancelled"] | None = None
     log_tail: str = ""
     log_bytes: int = 0
     start_overhead_s: float = Field(default=0.0, description="Sandbox setup before the candidate.")

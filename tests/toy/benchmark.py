@@ -9,11 +9,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rlab_core.budget import stage_by_progress
 from rlab_core.errors import ContractError, UnknownNameError
 from rlab_core.interfaces import (
     AuditPattern,
     Benchmark,
+    BudgetProgress,
     CandidateLimits,
+    PlaybookMove,
     PreparedTask,
     SeedCandidate,
     Split,
@@ -32,6 +35,10 @@ class ToyOptions(BaseModel):
     max_output_mb: float = Field(default=1.0, description="Candidate log limit.")
     smoke_run: bool = Field(default=False, description="Run --debug first.")
     seed_dir: str | None = Field(default=None, description="Use this seed folder instead.")
+    playbook: list[dict] = Field(
+        default_factory=list, description="Moves for the playbook agent: id, hypothesis, edits."
+    )
+    staged: bool = Field(default=False, description="Stage candidates by budget progress.")
 
 
 class ToyBenchmark(Benchmark):
@@ -93,6 +100,12 @@ class ToyTask(PreparedTask):
 
     def hidden_paths(self) -> list[Path]:
         return [self.private]
+
+    def playbook(self) -> list[PlaybookMove]:
+        return [PlaybookMove(rank=rank, **move) for rank, move in enumerate(self.options.playbook)]
+
+    def stage_for(self, progress: BudgetProgress) -> str:
+        return stage_by_progress(progress) if self.options.staged else "full"
 
     def reference_baselines(self) -> dict[str, float]:
         """The noise floor: the generating line itself scores about the noise's spread."""

@@ -150,6 +150,7 @@ class DockerSandbox(Sandbox):
     def __init__(self, config: BaseModel) -> None:
         super().__init__(config)
         self.options: DockerSandboxConfig = config  # type: ignore[assignment]
+        self._cancelled = threading.Event()
         self.sdk = docker_daemon.load_sdk()
         self.client, self.daemon = docker_daemon.connect(
             self.options.base_url, self.options.api_timeout_s
@@ -367,6 +368,10 @@ class DockerSandbox(Sandbox):
             now = time.perf_counter()
             if watcher.flooded:
                 killed_by = killed_by or "output"
+            elif killed_by is None and self._cancelled.is_set():
+                killed_by, killed_at = "cancelled", now
+                with contextlib.suppress(Exception):
+                    container.kill()
             elif killed_by is None and now - started > request.timeout_s:
                 killed_by, killed_at = "timeout", now
                 with contextlib.suppress(Exception):
@@ -383,6 +388,10 @@ class DockerSandbox(Sandbox):
             with contextlib.suppress(Exception):
                 watcher.status = container.wait(timeout=30)
         return killed_by, wall, watcher, usage
+
+    def cancel(self) -> None:
+        """Kill every running candidate container; their runs return as cancelled."""
+        self._cancelled.set()
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -105,6 +106,7 @@ class LocalSandbox(Sandbox):
         super().__init__(config)
         self.options: LocalSandboxConfig = config  # type: ignore[assignment]
         self.python = self.options.python or sys.executable
+        self._cancelled = threading.Event()
         self._level = jail.detect_level(self.options.isolation)
         if not self._level:
             raise SandboxUnavailableError(
@@ -119,6 +121,10 @@ class LocalSandbox(Sandbox):
 
     def isolation_level(self) -> str:
         return self._level
+
+    def cancel(self) -> None:
+        """Kill every candidate this sandbox is running; their runs return as cancelled."""
+        self._cancelled.set()
 
     def isolation_details(self) -> dict[str, Any]:
         return {
@@ -171,24 +177,32 @@ class LocalSandbox(Sandbox):
             peak = 0.0
             status, rusage = 0, None
             interval = 0.002  # start fast so short candidates are not held up by the poll
-            while True:
-                waited_pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
-                if waited_pid == proc.pid:
-                    break
-                peak = max(peak, group.sample())
-                elapsed = time.perf_counter() - started
-                if elapsed > request.timeout_s:
-                    killed_by = "timeout"
-                elif peak > request.memory_mb:
-                    killed_by = "memory"
-                elif os.fstat(log_file.fileno()).st_size > max_log:
-                    killed_by = "output"
-                if killed_by:
-                    group.kill()
-                    _, status, rusage = os.wait4(proc.pid, 0)
-                    break
-                time.sleep(interval)
-                interval = min(self.options.poll_interval_s, interval * 2)
+            try:
+                while True:
+                    waited_pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+                    if waited_pid == proc.pid:
+                        break
+                    peak = max(peak, group.sample())
+                    elapsed = time.perf_counter() - started
+                    if self._cancelled.is_set():
+                        killed_by = "cancelled"
+                    elif elapsed > request.timeout_s:
+                        killed_by = "timeout"
+                    elif peak > request.memory_mb:
+                        killed_by = "memory"
+                    elif os.fstat(log_file.fileno()).st_size > max_log:
+                        killed_by = "output"
+                    if killed_by:
+                        group.kill()
+                        _, status, rusage = os.wait4(proc.pid, 0)
+                        break
+                    self._cancelled.wait(interval)
+                    interval = min(self.options.poll_interval_s, interval * 2)
+            except BaseException:
+                # Ctrl-C or a bug here: the candidate lives in its own session and would
+                # not see the signal, so it must not outlive the supervisor
+                group.kill()
+                raise
             wall = time.perf_counter() - started
             proc.returncode = os.waitstatus_to_exitcode(status)
             group.kill()  # children that outlive the candidate go with it

@@ -66,12 +66,14 @@ class TreeSearch(Strategy):
 
     def _open(self, state: StrategyState, node: Node) -> bool:
         made = [c for c in state.tree.children(node.id) if c.kind != NodeKind.DEBUG]
-        return len(made) < self.options.node_expansion_limit
+        running = state.extra.get("running", {}).get(node.id, 0)
+        return len(made) + running < self.options.node_expansion_limit
 
     def next_steps(self, state: StrategyState, capacity: int = 1) -> list[Step]:
         tree = state.tree
         exhausted = state.extra.get("exhausted", set())
         drafts = sum(1 for n in tree if n.kind == NodeKind.DRAFT)
+        drafts += state.extra.get("running_drafts", 0)
         seeds = [s for s in tree.seeds() if s.evaluated and s.id not in exhausted]
         if drafts < self.options.num_drafts and seeds:
             return [Step(parent_id=seeds[drafts % len(seeds)].id, kind="draft")]

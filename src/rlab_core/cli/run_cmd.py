@@ -81,7 +81,7 @@ def run(
         None, "--seed-candidate", help="Start from your own program folder."
     ),
     workers: int = typer.Option(
-        None, "--workers", help="Candidates at once (accepted; parallel runs come later)."
+        None, "--workers", help="Candidates evaluated at once; each gets its share of the cores."
     ),
     out: Path = typer.Option(
         None, "--out", help="Folder for run folders (default ./runs).", envvar="RLAB_OUT"
@@ -118,10 +118,6 @@ def run(
         config_file=config_file,
         mode=mode,
     )
-    if config.workers > 1:
-        console.print(
-            "[yellow]--workers > 1 is accepted but candidates still run one at a time.[/]"
-        )
     with LiveProgress(
         console,
         iterations_max=config.iterations,

@@ -119,6 +119,30 @@ def check_sandbox(sandbox: Sandbox) -> None:
         )
         assert flood.killed_by == "output", "a candidate flooding its output must be killed"
 
+        _check_concurrent_runs(sandbox, tmp)
+
+
+def _check_concurrent_runs(sandbox: Sandbox, tmp: Path) -> None:
+    """Two ``run`` calls from two threads at once both succeed, and their candidates overlap."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    program = (
+        "import os, pathlib, time\n"
+        "start = time.time()\n"
+        "time.sleep(1.0)\n"
+        "pathlib.Path(os.environ['RLAB_OUTPUT_DIR'], 'span.txt').write_text(f'{start} {time.time()}')\n"
+    )
+    requests = [_request(tmp / f"parallel{i}", program) for i in range(2)]
+    with ThreadPoolExecutor(2) as pool:
+        executions = list(pool.map(sandbox.run, requests))
+    assert all(e.ok for e in executions), (
+        f"run() must work from several threads at once: {[e.log_tail for e in executions]}"
+    )
+    (a0, a1), (b0, b1) = (
+        map(float, (r.output_dir / "span.txt").read_text().split()) for r in requests
+    )
+    assert a0 < b1 and b0 < a1, "two candidates started together must run at the same time"
+
 
 def check_benchmark(
     benchmark: Benchmark, task: str, cache_root: Path, sandbox: Sandbox | None = None

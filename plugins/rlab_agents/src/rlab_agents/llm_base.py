@@ -135,6 +135,9 @@ class LLMAgent(Agent):
     #: The agent's registered name, for messages.
     agent_name = "llm"
     Config: type[LLMOptions] = LLMOptions
+    #: The SDK clients are thread-safe and each call keeps its own conversation, so with
+    #: ``--workers N`` several proposals are in flight at once.
+    concurrent_calls = True
 
     def __init__(self, config: BaseModel) -> None:
         super().__init__(config)
