@@ -46,10 +46,11 @@ def run_toy(toy_host: PluginHost, tmp_path: Path, rlab_cache: Path):
 
     def run(script: list[dict[str, Any]], **overrides: Any) -> RunOutcome:
         benchmark_options = overrides.pop("benchmark_options", {})
+        agent_options = {"script": script, **overrides.pop("agent_options", {})}
         config = RunConfig(
             task="toy:line",
             agent="scripted",
-            agent_options={"script": script},
+            agent_options=agent_options,
             benchmark_options=benchmark_options,
             out=tmp_path / "runs",
             **{"iterations": len(script) + 4, "min_iterations": 100, **overrides},

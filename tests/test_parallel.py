@@ -279,3 +279,25 @@ def test_cancel_stops_a_running_candidate_from_another_thread(tmp_path):
     execution = result["execution"]
     assert execution.killed_by == "cancelled" and not execution.ok
     assert execution.wall_s < 30
+
+
+def test_agents_that_allow_it_propose_from_several_threads_at_once(run_toy):
+    from toy.agent import ScriptedAgent
+
+    script = [
+        {"hypothesis": f"intercept {i}", "edits": [extra(f"INTERCEPT = {i / 4}")]}
+        for i in range(1, 5)
+    ]
+    ScriptedAgent.calls.clear()
+    outcome = run_toy(
+        script,
+        iterations=4,
+        workers=2,
+        agent_options={"concurrent": True, "think_s": 0.5},
+    )
+    tree = replay(outcome.run.journal_path).tree
+    made = [n for n in tree if n.kind != NodeKind.SEED]
+    # each step answered once, none twice, although proposals were in flight together
+    assert sorted(n.hypothesis for n in made) == [f"intercept {i}" for i in range(1, 5)]
+    calls = ScriptedAgent.calls
+    assert any(a0 < b1 and b0 < a1 for i, (a0, a1) in enumerate(calls) for b0, b1 in calls[i + 1 :])

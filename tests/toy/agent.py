@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,16 +18,31 @@ class ScriptedOptions(BaseModel):
     script: list[dict[str, Any]] = Field(
         default_factory=list, description="Steps: hypothesis, edits, fix, tokens."
     )
+    concurrent: bool = Field(default=False, description="Allow proposals from several threads.")
+    think_s: float = Field(default=0.0, description="Seconds each proposal takes.")
 
 
 class ScriptedAgent(Agent):
     """Step k of the script answers the k-th propose call of the run (counted from the tree)."""
 
+    #: (start, end) of every propose call, for the parallel tests
+    calls: ClassVar[list[tuple[float, float]]] = []
+
     def __init__(self, config: BaseModel) -> None:
         super().__init__(config)
         self.script: list[dict[str, Any]] = config.script  # type: ignore[attr-defined]
+        self.concurrent_calls = config.concurrent  # type: ignore[attr-defined]
+        self.think_s: float = config.think_s  # type: ignore[attr-defined]
 
     def propose(self, context: AgentContext) -> Proposal:
+        start = time.time()
+        try:
+            time.sleep(self.think_s)
+            return self._step(context)
+        finally:
+            ScriptedAgent.calls.append((start, time.time()))
+
+    def _step(self, context: AgentContext) -> Proposal:
         made = [n for n in context.tree if n.kind not in (NodeKind.SEED, NodeKind.DEBUG)]
         if len(made) >= len(self.script):
             raise NothingToPropose("the script is finished")

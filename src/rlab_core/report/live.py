@@ -53,7 +53,8 @@ class LiveProgress(ProgressPrinter):
         self.cost = 0.0
         self.metric = "score"
         self.best_id: str | None = None
-        self.current: dict[str, Any] | None = None
+        #: nodes being evaluated now, by id (several with --workers)
+        self.running: dict[str, dict[str, Any]] = {}
         self.live: Live | None = None
         if prior is not None:
             self.higher = prior.higher_is_better
@@ -97,10 +98,12 @@ class LiveProgress(ProgressPrinter):
             self.metric = event.get("primary_metric", self.metric)
             self.higher = bool(event.get("higher_is_better", True))
         elif kind == "node_started":
-            self.current = {**event, "since": time.monotonic()}
+            self.running[event["id"]] = {**event, "since": time.monotonic()}
+        elif kind == "node_abandoned":
+            self.running.pop(event["id"], None)
         elif kind == "node_finished":
             node = event["node"]
-            self.current = None
+            self.running.pop(node.get("id"), None)
             if node.get("kind") != NodeKind.SEED:
                 self.iterations += 1
             usage = node.get("usage") or {}
@@ -113,7 +116,7 @@ class LiveProgress(ProgressPrinter):
                 self.best_id = node.get("id")
         super().__call__(event)  # the plain lines; on a terminal Live prints them above the footer
         if kind == "run_stopped":
-            self.current = None
+            self.running.clear()
             self.close()
 
     # ------------------------------------------------------------------ the footer
@@ -141,20 +144,23 @@ class LiveProgress(ProgressPrinter):
         return "  ·  ".join(parts)
 
     def __rich__(self) -> RenderableType:
-        if self.current is not None:
-            c = self.current
-            what = Text.assemble(
-                ("evaluating ", "bold"),
-                (c["id"], "bold cyan"),
-                f" ({c.get('kind', '?')} ← {c.get('parent_id') or '-'}, "
-                f"{time.monotonic() - c['since']:.0f}s): ",
-                (" ".join(str(c.get("hypothesis") or "(no hypothesis)").split()), ""),
+        lines = []
+        for c in list(self.running.values()):
+            lines.append(
+                Text.assemble(
+                    ("evaluating ", "bold"),
+                    (c["id"], "bold cyan"),
+                    f" ({c.get('kind', '?')} ← {c.get('parent_id') or '-'}, "
+                    f"{time.monotonic() - c['since']:.0f}s): ",
+                    (" ".join(str(c.get("hypothesis") or "(no hypothesis)").split()), ""),
+                )
             )
-        else:
-            what = Text("waiting for the agent's next hypothesis…", style="dim")
-        what.no_wrap, what.overflow = True, "ellipsis"
+        if not lines:
+            lines.append(Text("waiting for the agent's next hypothesis…", style="dim"))
         top = Table.grid(padding=(0, 1))
-        top.add_row(Spinner("dots", style="cyan"), what)
+        for what in lines:
+            what.no_wrap, what.overflow = True, "ellipsis"
+            top.add_row(Spinner("dots", style="cyan"), what)
         bar = Table.grid(padding=(0, 1))
         if self.iterations_max:
             bar.add_row(
