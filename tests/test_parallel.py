@@ -204,8 +204,8 @@ def test_stage_node_id_and_top_nodes_reach_the_candidate(host, tmp_path):
     assert stages == {0: "mini", 1: "mini", 2: "mini", 3: "full", 4: "full", 5: "ensemble"}
 
 
-def test_sigkill_during_a_parallel_run_loses_only_running_nodes_and_resumes(host, tmp_path):
-    out = tmp_path / "runs"
+def start_in_subprocess(out: Path, tmp_path: Path, moves, iterations: int) -> subprocess.Popen:
+    """A parallel playbook run (3 workers) in its own process, to be killed or interrupted."""
     script = f"""
 import sys
 sys.path.insert(0, {str(TESTS)!r})
@@ -218,29 +218,35 @@ import json
 host = PluginHost(use_entry_points=False, strict=True)
 host.register(toy_plugin, name="toy")
 host.register(agents_plugin, name="agents")
-moves = json.loads({json.dumps(json.dumps(IMPROVING))})
+moves = json.loads({json.dumps(json.dumps(moves))})
 start_run(host, RunConfig(task="toy:line", agent="playbook", agent_options={{"exploration": 0.0}},
-    benchmark_options={{"playbook": moves}}, out={str(out)!r}, iterations=8, min_iterations=100,
-    workers=3))
+    benchmark_options={{"playbook": moves}}, out={str(out)!r}, iterations={iterations},
+    min_iterations=100, workers=3))
 """
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLAB_")}
     env["RLAB_CACHE_HOME"] = str(tmp_path / "cache")
-    proc = subprocess.Popen([sys.executable, "-c", script], env=env, start_new_session=True)
+    return subprocess.Popen([sys.executable, "-c", script], env=env, start_new_session=True)
+
+
+def wait_until_running(out: Path, finished_at_least: int, running_at_least: int) -> Path:
     deadline = time.time() + 60
-    journal = None
     while time.time() < deadline:
-        found = list(out.glob("*/journal.jsonl"))
-        if found:
-            journal = found[0]
+        for journal in out.glob("*/journal.jsonl"):
             events = [json.loads(x) for x in journal.read_text().splitlines() if x.endswith("}")]
             finished = sum(e["type"] == "node_finished" for e in events)
             running = sum(e["type"] == "node_started" for e in events) - finished
-            if finished >= 3 and running >= 2:  # killed while several candidates run
-                break
+            if finished >= finished_at_least and running >= running_at_least:
+                return journal
         time.sleep(0.02)
+    raise AssertionError("the run never had that many nodes running")
+
+
+def test_sigkill_during_a_parallel_run_loses_only_running_nodes_and_resumes(host, tmp_path):
+    out = tmp_path / "runs"
+    proc = start_in_subprocess(out, tmp_path, IMPROVING, iterations=8)
+    journal = wait_until_running(out, finished_at_least=3, running_at_least=2)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert journal is not None
     before = replay(journal)
     assert before.stop_reason is None and 2 <= len(before.in_flight) <= 3
     kept = set(before.tree.nodes)
@@ -252,6 +258,28 @@ start_run(host, RunConfig(task="toy:line", agent="playbook", agent_options={{"ex
     assert not after.in_flight
     assert after.stop_reason.startswith("iteration budget reached")
     assert not set(before.in_flight) & set(after.tree.nodes)  # the lost ones are abandoned
+
+
+def test_ctrl_c_stops_every_running_candidate_and_leaves_their_nodes_unfinished(tmp_path):
+    import psutil
+
+    out = tmp_path / "runs"
+    slow = [move(f"slow{i}", f"SLOPE = {2 + i}", 60) for i in range(4)]
+    proc = start_in_subprocess(out, tmp_path, slow, iterations=4)
+    journal = wait_until_running(out, finished_at_least=1, running_at_least=3)
+    time.sleep(0.5)  # let the candidates start
+    stopped_at = time.time()
+    proc.send_signal(signal.SIGINT)
+    proc.wait(30)
+    assert time.time() - stopped_at < 20, "the interrupt must not wait for the candidates"
+    state = replay(journal)
+    assert len(state.in_flight) == 3 and len(state.tree) == 1  # the seed only: none recorded
+    leftovers = [
+        p
+        for p in psutil.process_iter(["cmdline", "cwd"])
+        if str(out) in " ".join(p.info["cmdline"] or []) + (p.info["cwd"] or "")
+    ]
+    assert not leftovers, "no candidate may outlive the interrupted run"
 
 
 def test_cancel_stops_a_running_candidate_from_another_thread(tmp_path):

@@ -75,6 +75,10 @@ MAX_AGENT_FAILURES_IN_A_ROW = 5
 ENSEMBLE_TOP_K = 5
 
 
+class RunInterrupted(Exception):
+    """A worker's candidate was cancelled because the run is stopping (Ctrl-C, a fatal error)."""
+
+
 class ResearchLoop:
     """Runs one search to its stop reason, appending every event to the journal."""
 
@@ -584,6 +588,9 @@ class ResearchLoop:
             execution, score, failure = self.evaluator.evaluate(
                 new_id, src_dir, timing, stage=stage, top_nodes=top
             )
+            if execution is not None and execution.killed_by == "cancelled":
+                # the run is being interrupted: the node stays unfinished, like a killed run's
+                raise RunInterrupted(f"{new_id} was stopped by the interrupt")
 
         node = Node(
             id=new_id,
