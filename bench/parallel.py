@@ -64,9 +64,7 @@ def throughput(root: Path, workers: int, iterations: int, work: int, isolation: 
     }
     starts = [e["t"] for e in events if e["type"] == "node_started" and e["id"] not in seed_ids]
     ends = [
-        e["t"]
-        for e in events
-        if e["type"] == "node_finished" and e["node"]["id"] not in seed_ids
+        e["t"] for e in events if e["type"] == "node_finished" and e["node"]["id"] not in seed_ids
     ]
     walls = [
         e["node"]["execution"]["wall_s"]

@@ -12,6 +12,7 @@ from rlab_kuairand.benchmark import KuaiRandBenchmark
 from rlab_kuairand.options import KuaiRandOptions
 from rlab_kuairand.task import KuaiRandTask
 
+from rlab_core.builtin.local_sandbox import LocalSandbox, LocalSandboxConfig
 from rlab_core.run_folder import cache_home
 
 SMALL = {"sample_users": 250, "sample_videos": 700}
@@ -35,6 +36,12 @@ def task(benchmark: KuaiRandBenchmark, cache_root: Path) -> KuaiRandTask:
     prepared = benchmark.prepare("sample", cache_root)
     assert isinstance(prepared, KuaiRandTask)
     return prepared
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> LocalSandbox:
+    """The local sandbox, as ``rlab run`` uses by default."""
+    return LocalSandbox(LocalSandboxConfig())
 
 
 def log_row(user: int, video: int, date: int, long_view: int, tab: int = 1) -> dict[str, int]:

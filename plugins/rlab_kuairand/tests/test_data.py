@@ -13,12 +13,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from rlab_kuairand import schema, source
+from rlab_kuairand import sample, schema, source
 from rlab_kuairand.benchmark import KuaiRandBenchmark
 from rlab_kuairand.options import KuaiRandOptions
 from rlab_kuairand.task import KuaiRandTask
 
 from rlab_core.errors import DataUnavailableError, UnknownNameError
+from rlab_core.testing import run_candidate
 
 
 def _pairs(frame: pd.DataFrame) -> list[tuple[int, int]]:
@@ -50,6 +51,34 @@ def test_env_var_points_at_a_nested_folder(
     assert [t.available for t in bench.list_tasks()] == [False, True, True]
     task = bench.prepare("1k", tmp_path / "cache")
     assert len(pd.read_csv(task.data_dir / "val.csv")) == 2
+
+
+@pytest.mark.parametrize("variant", ["pure", "1k"])
+def test_a_folder_with_the_real_file_names_runs_end_to_end(
+    variant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sandbox
+) -> None:
+    # the sample generator writes small files under the real names, columns and dtypes
+    folder = tmp_path / "unpacked" / f"KuaiRand-{variant}" / "data"
+    sample.generate(folder, 60, 200, seed=11, variant=variant)
+    if variant == "pure":  # the option ...
+        options = KuaiRandOptions(data_dir=tmp_path / "unpacked", download=False)
+    else:  # ... and the environment variable
+        monkeypatch.setenv(source.ENV_VAR, str(tmp_path / "unpacked"))
+        options = KuaiRandOptions(download=False)
+    task = KuaiRandBenchmark(options).prepare(variant, tmp_path / "cache")
+    assert task.name == f"kuairand:{variant}" and not task.synthetic
+    assert task.raw_dir == folder and task.raw_dir in task.hidden_paths()
+    logs = pd.concat([pd.read_csv(folder / name) for name in schema.standard_logs(variant)])
+    for split, (first, last) in schema.SPLITS.items():
+        expected = logs[(logs["date"] >= first) & (logs["date"] <= last)]
+        assert task.facts["counts"][split] == len(expected) > 0, split
+    popularity = next(s for s in task.seed_candidates() if s.name == "popularity")
+    execution, out = run_candidate(task, popularity.path, sandbox, tmp_path / "run")
+    assert execution.ok, execution.log_tail
+    assert 0.5 < task.score(out, "val").primary < 1.0
+    path = task.write_submission(out, out, tmp_path)
+    frame = pd.read_csv(path)
+    assert len(frame) == task.facts["counts"]["test"] and np.isfinite(frame["score"]).all()
 
 
 def test_a_folder_without_the_files_names_what_is_missing(tmp_path: Path, fake_real_folder) -> None:
@@ -158,6 +187,27 @@ def test_sample_has_the_real_files_columns_and_dates(task: KuaiRandTask) -> None
     assert (first.groupby("user_id")["time_ms"].diff().dropna() >= 0).all()
 
 
+def test_outcome_columns_are_the_references_except_the_video_length() -> None:
+    # KUAIRAND.md: "every column from is_click to is_profile_enter is an outcome"; duration_ms
+    # lies in that range in file order but is the video's length (see schema.OUTCOME_COLUMNS)
+    span = schema.LOG_COLUMNS[
+        schema.LOG_COLUMNS.index("is_click") : schema.LOG_COLUMNS.index("is_profile_enter") + 1
+    ]
+    reference = [c for c in span if c != "duration_ms"]
+    assert reference == schema.OUTCOME_COLUMNS
+    assert schema.LABEL in schema.OUTCOME_COLUMNS and "play_time_ms" in schema.OUTCOME_COLUMNS
+    assert schema.IMPRESSION_COLUMNS == [
+        "user_id",
+        "video_id",
+        "date",
+        "hourmin",
+        "time_ms",
+        "duration_ms",
+        "is_rand",
+        "tab",
+    ]
+
+
 def test_candidate_view_has_no_outcome_on_test_rows(task: KuaiRandTask) -> None:
     files = sorted(p.name for p in task.data_dir.iterdir())
     assert files == [
@@ -176,11 +226,18 @@ def test_candidate_view_has_no_outcome_on_test_rows(task: KuaiRandTask) -> None:
         "date",
         "hourmin",
         "time_ms",
+        "duration_ms",
         "is_rand",
         "tab",
     ]
     assert not set(test_columns) & set(schema.OUTCOME_COLUMNS)
-    assert "long_view" in schema.OUTCOME_COLUMNS and "play_time_ms" in schema.OUTCOME_COLUMNS
+    test = pd.read_csv(task.data_dir / "test.csv")
+    keys = np.load(task.private / "test_keys.npz")
+    assert len(test) == len(keys["label"]) and test["user_id"].tolist() == keys["user_id"].tolist()
+    # duration_ms is the video's length: the same for every impression of a video
+    assert (
+        pd.read_csv(task.data_dir / "train.csv").groupby("video_id")["duration_ms"].nunique() == 1
+    ).all()
     for split in ("train", "val"):
         assert list(pd.read_csv(task.data_dir / f"{split}.csv", nrows=1).columns) == [
             "row_id",

@@ -21,7 +21,7 @@ import pandas as pd
 
 from rlab_kuairand import schema
 
-DATA_VERSION = "2"
+DATA_VERSION = "3"  # 3: test rows keep duration_ms (a video attribute)
 LIGHTGBM_QUERY_LIMIT = 10_000
 
 

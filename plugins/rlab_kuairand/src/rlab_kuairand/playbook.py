@@ -2,8 +2,8 @@
 
 History and feature moves add one line under a marker comment that every move keeps, so
 they compose in any order on a lineage; parameter moves replace one exact line. Moves for
-``history_lgbm`` come first; the last ones edit the ``fm`` seed (the agent skips a move
-whose anchor is absent from the parent).
+``history_lgbm`` come first (``valid-refit`` also fits ``popularity``); the last ones edit
+the ``fm`` seed (the agent skips a move whose anchor is absent from the parent).
 """
 
 from __future__ import annotations
@@ -45,6 +45,15 @@ MOVES: list[PlaybookMove] = [
         "Add 3- and 7-day lag windows: video appeal drifts over the month, so recent rates "
         "should rank better than all-history rates.",
         10,
+    ),
+    _add(
+        "recency-decay",
+        _HISTORY,
+        'DECAYED += [("video_decay", ["video_id"], 2.0), ("user_decay", ["user_id"], 4.0), ("author_decay", ["author_id"], 4.0)]',
+        "Add exponentially time-decayed video, user and author long-view rates (half-life 2-4 "
+        "days): fresh uploads fade and appeal drifts, so yesterday should count more than two "
+        "weeks ago without the hard cut of a fixed window.",
+        15,
     ),
     _add(
         "user-author",

@@ -252,20 +252,26 @@ def _videos(world: _World, rng: np.random.Generator) -> tuple[pd.DataFrame, pd.D
     return basic, pd.DataFrame(stats)[schema.VIDEO_STAT_COLUMNS]
 
 
-def generate(folder: Path, n_users: int, n_videos: int, seed: int) -> dict[str, int]:
-    """Write the synthetic raw files (real Pure-style names, suffix ``pure``) into ``folder``."""
+def generate(
+    folder: Path, n_users: int, n_videos: int, seed: int, variant: str = "pure"
+) -> dict[str, int]:
+    """Write the synthetic raw files into ``folder`` under the real names of ``variant``.
+
+    ``kuairand:sample`` uses the Pure names; tests also write small folders with either
+    variant's names to exercise the real-data path end to end.
+    """
     rng = np.random.default_rng(seed)
     world = _World(n_users, n_videos, rng)
     logs = _impressions(world, rng, random_log=False)
     folder.mkdir(parents=True, exist_ok=True)
-    first, second = schema.standard_logs("pure")
+    first, second = schema.standard_logs(variant)
     cut = logs["date"] <= schema.SPLITS["train"][1]
     logs[cut].to_csv(folder / first, index=False)
     logs[~cut].to_csv(folder / second, index=False)
     _impressions(world, rng, random_log=True).to_csv(
-        folder / schema.random_log("pure"), index=False
+        folder / schema.random_log(variant), index=False
     )
-    names = schema.feature_files("pure")
+    names = schema.feature_files(variant)
     _users(world, rng).to_csv(folder / names["user_features.csv"], index=False)
     basic, stats = _videos(world, rng)
     basic.to_csv(folder / names["video_features_basic.csv"], index=False)

@@ -2,9 +2,9 @@
 
 Configuration as the organizers ran it: k=16, Adam lr 0.001, batch 8192, up to 40 epochs,
 early stopping (patience 4) on the validation primary, pointwise log-loss, L2 1e-6, seed 0;
-fields user_id, video_id, author_id, tab, dur_bucket (10 train-quantile buckets of the
-video's duration); unseen values map to a per-field unknown slot. Writes val_predictions.npy
-and test_predictions.npy in row order.
+fields user_id, video_id, author_id, tab, dur_bucket (10 train-quantile buckets of
+duration_ms, the video's length); unseen values map to a per-field unknown slot. Writes
+val_predictions.npy and test_predictions.npy in row order.
 """
 
 from __future__ import annotations
@@ -37,15 +37,12 @@ def load() -> dict[str, pd.DataFrame]:
     limit = 20_000 if DEBUG else None
     frames = {s: pd.read_csv(DATA / f"{s}.csv", nrows=limit) for s in ("train", "val", "test")}
     videos = pd.read_csv(DATA / "video_features_basic.csv").set_index("video_id")
-    seen = pd.concat([frames["train"], frames["val"]]).groupby("video_id")["duration_ms"].median()
     edges = np.unique(
         np.quantile(frames["train"]["duration_ms"], np.linspace(0, 1, DUR_BUCKETS + 1)[1:-1])
     )
     for frame in frames.values():
         frame["author_id"] = frame["video_id"].map(videos["author_id"]).fillna(-1).astype(np.int64)
-        duration = (
-            frame["video_id"].map(seen).fillna(frame["video_id"].map(videos["video_duration"]))
-        )
+        duration = frame["duration_ms"]
         frame["dur_bucket"] = np.where(
             duration.isna(), -1, np.searchsorted(edges, duration.fillna(0))
         )
