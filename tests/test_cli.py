@@ -99,7 +99,7 @@ def test_run_show_and_final_through_the_cli(tmp_path):
         ),
         (
             ["run", "toy:line", "--sandbox", "k8s"],
-            "Unknown sandbox 'k8s'; available: docker, local.",
+            "Unknown sandbox 'k8s'; available: docker, local, ray.",
         ),
         (["run", "toy:line", "-m", "turbo"], "Unknown mode 'turbo'"),
         (

@@ -37,12 +37,12 @@ def describe_execution_failure(execution: Execution, limits: SandboxRequest) -> 
         return f"killed for using more than {limits.memory_mb} MiB of memory (peak {execution.peak_memory_mb:.0f} MiB)"
     if execution.killed_by == "output":
         return f"killed for printing more than {limits.max_output_mb:g} MiB of output"
-    if execution.killed_by == "signal":
-        return "killed by a signal"
-    if execution.killed_by == "cancelled":
-        return "stopped because the run was interrupted"
     last = [line for line in execution.log_tail.strip().splitlines() if line.strip()]
     hint = f": {last[-1].strip()[:300]}" if last else ""
+    if execution.killed_by == "signal":
+        return f"killed by a signal{hint}"
+    if execution.killed_by == "cancelled":
+        return "stopped because the run was interrupted"
     return f"exited with code {execution.exit_code}{hint}"
 
 

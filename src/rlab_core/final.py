@@ -42,9 +42,11 @@ def finalize(host: PluginHost, run: RunFolder, *, force: bool = False) -> dict[s
     test_metrics: dict[str, float] | None = None
     test_primary: float | None = None
     test_error: str | None = None
+    test_details: dict[str, Any] = {}
     try:
         test_score = task.score(test_outputs, "test")
         test_metrics, test_primary = test_score.metrics, test_score.primary
+        test_details = test_score.details
     except ContractError as exc:
         test_error = str(exc)
 
@@ -69,6 +71,7 @@ def finalize(host: PluginHost, run: RunFolder, *, force: bool = False) -> dict[s
         "test_metrics": test_metrics,
         "test_primary": test_primary,
         "test_error": test_error,
+        "test_details": test_details,
         "audit": {"clean": not findings, "findings": [f.as_dict() for f in findings]},
         "code_path": str(run.node_src(best.id)),
         "predictions": str(test_outputs),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -137,6 +137,11 @@ class Score(Record):
     primary: float
     primary_metric: str
     higher_is_better: bool = True
+    details: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Benchmark-specific facts of this scoring (e.g. a test grading report with "
+        "medals); written to final_report.json as test_details, never used to steer.",
+    )
 
     def better_than(self, other: Score | None, margin: float = 0.0) -> bool:
         """True when this score beats ``other`` by more than ``margin`` in metric units."""

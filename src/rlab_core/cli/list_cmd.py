@@ -7,7 +7,8 @@ from pydantic import BaseModel
 from rich.table import Table
 
 from rlab_core.cli.common import console, make_host, user_errors
-from rlab_core.config import available_modes
+from rlab_core.config import available_modes, parse_overrides
+from rlab_core.errors import ConfigError
 from rlab_core.plugins import Kind
 
 app = typer.Typer(help="List what is installed.", no_args_is_help=True)
@@ -74,15 +75,25 @@ def modes() -> None:
 
 @app.command("tasks")
 @user_errors
-def tasks(benchmark: str = typer.Argument(None, help="Only this benchmark's tasks.")) -> None:
+def tasks(
+    benchmark: str = typer.Argument(None, help="Only this benchmark's tasks."),
+    option: list[str] = typer.Option(
+        None, "--option", "-o", help="Benchmark option, e.g. -o benchmark.lite=true."
+    ),
+) -> None:
     """Tasks of every (or one) benchmark, and whether each is available offline."""
     host = make_host()
     names = [benchmark] if benchmark else list(host.available("benchmarks"))
+    options = parse_overrides(option or []).get("benchmark_options", {})
+    if options and not benchmark:
+        raise ConfigError(
+            "Benchmark options apply to one benchmark; name it: rlab list tasks BENCHMARK -o ..."
+        )
     table = Table(title="tasks")
     for column in ("task", "summary", "available", "note"):
         table.add_column(column)
     for name in names:
-        impl = host.create("benchmarks", name, {})
+        impl = host.create("benchmarks", name, options)
         for listing in impl.list_tasks():
             available = "[green]yes[/]" if listing.available else "[yellow]no[/]"
             table.add_row(listing.name, listing.summary, available, listing.note)

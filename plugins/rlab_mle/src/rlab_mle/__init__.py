@@ -1,0 +1,1 @@
+"""rlab-mle: MLE-bench-compatible Kaggle competitions with framework-held validation."""

@@ -1,0 +1,1 @@
+"""rlab-ray: the ``ray`` sandbox, candidates on a Ray cluster."""
