@@ -5,6 +5,12 @@ Runs in a throw-away ``RLAB_CACHE_HOME``. For each task prints: cache build time
 warm, validation and test metric of every seed (the entity-table-only baseline included),
 the best node of a playbook run (validation-chosen, test scored once by ``finalize``) and
 the wall-clock per iteration. Writes the figures as JSON to ``--out`` when given.
+
+For research into the validation-test gap (never fed back into the run) it also scores
+the test predictions of every node of the run, and bootstraps standard errors by
+resampling entities (a plane's rows across the weekly seed times are correlated, so rows
+are not independent): of the chosen node's val and test metric, and of its paired
+difference from the entity-table-only baseline (or the first seed) on val and on test.
 """
 
 from __future__ import annotations
@@ -21,8 +27,10 @@ from pathlib import Path
 import numpy as np
 
 
-def seed_scores(task) -> dict:
-    """Run every seed once as the loop would; return its val and test primary metric."""
+def seed_scores(task, keep: dict) -> dict:
+    """Run every seed once as the loop would; return its val and test primary metric.
+
+    ``keep`` receives each seed's output folder (for the bootstrap)."""
     out = {}
     for seed in task.seed_candidates():
         folder = Path(tempfile.mkdtemp())
@@ -44,12 +52,115 @@ def seed_scores(task) -> dict:
         if done.returncode:
             out[seed.name] = {"error": done.stderr[-300:]}
             continue
+        keep[seed.name] = folder
         val = task.score(folder, "val").primary
         test = task.evaluate(np.load(folder / "test_predictions.npy"), "test")[task.primary_metric]
         out[seed.name] = {
             "val": round(val, 4),
             "test": round(float(test), 4),
             "wall_s": round(time.time() - start, 1),
+        }
+    return out
+
+
+def load_predictions(folder: Path) -> dict:
+    return {
+        s: np.load(folder / f"{s}_predictions.npy", allow_pickle=False) for s in ("val", "test")
+    }
+
+
+def node_predictions(run, node_id: str) -> dict:
+    """A node's val predictions (its outputs) and test predictions (the private folder)."""
+    outputs, private = run.node_dir(node_id) / "outputs", run.private_node_dir(node_id)
+    test = private if (private / "test_predictions.npy").exists() else outputs
+    return {
+        "val": np.load(outputs / "val_predictions.npy", allow_pickle=False),
+        "test": np.load(test / "test_predictions.npy", allow_pickle=False),
+    }
+
+
+def node_scores(task, run) -> list[dict]:
+    """Val and test primary metric of every evaluated node (research only)."""
+    from rlab_core.journal import replay
+
+    rows = []
+    for node in replay(run.journal_path).tree.evaluated():
+        test = task.evaluate(node_predictions(run, node.id)["test"], "test")
+        rows.append(
+            {
+                "node": node.id,
+                "parent": node.parent_id,
+                "move": node.move_id or node.hypothesis[:40],
+                "val": round(node.score.primary, 4),
+                "test": round(float(test[task.primary_metric]), 4),
+            }
+        )
+    return rows
+
+
+def bootstrap(task, chosen: dict, reference: dict, draws: int = 400) -> dict:
+    """Entity-resampled standard errors of ``chosen`` and of ``chosen - reference``."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    key = task.spec.get("src_entity_col") or task.spec["entity_col"]
+    out = {}
+    for split in ("val", "test"):
+        labels = pd.read_parquet(task.private / f"{split}_labels.parquet")
+        groups = [np.asarray(v) for v in labels.groupby(key).indices.values()]
+        metric = task.primary_metric
+        point = (
+            task.evaluate(chosen[split], split)[metric]
+            - task.evaluate(reference[split], split)[metric]
+        )
+        own, diff = [], []
+        for _ in range(draws):
+            rows = np.concatenate([groups[i] for i in rng.integers(0, len(groups), len(groups))])
+            a = task.evaluate(chosen[split][rows], split, rows)[metric]
+            b = task.evaluate(reference[split][rows], split, rows)[metric]
+            own.append(a)
+            diff.append(a - b)
+        lo, hi = np.quantile(diff, [0.025, 0.975])
+        out[split] = {
+            "se": round(float(np.std(own, ddof=1)), 4),
+            "diff_vs_reference": round(float(point), 4),
+            "diff_se": round(float(np.std(diff, ddof=1)), 4),
+            "diff_ci95": [round(float(lo), 4), round(float(hi), 4)],
+            "entities": len(groups),
+        }
+    return out
+
+
+def label_levels(task) -> dict:
+    """Each split's label level: positive rate, or mean and median (seasonal shift in view)."""
+    import pandas as pd
+
+    if task.kind == "recommendation":
+        return {}
+    col, out = task.spec["target_col"], {}
+    for split in ("train", "val", "test"):
+        folder = task.data_dir if split == "train" else task.private
+        y = pd.read_parquet(folder / f"{split}{'' if split == 'train' else '_labels'}.parquet")[col]
+        out[split] = (
+            round(float(y.mean()), 4)
+            if task.kind == "binary_classification"
+            else {"mean": round(float(y.mean()), 2), "median": round(float(y.median()), 2)}
+        )
+    return out
+
+
+def level_split(task, predictions: dict) -> dict:
+    """Regression: the split's median residual (a level no feature foresees) and NMAE without it."""
+    import pandas as pd
+
+    col, std, out = task.spec["target_col"], task.facts["nmae_std"], {}
+    for split in ("val", "test"):
+        y = pd.read_parquet(task.private / f"{split}_labels.parquet")[col].to_numpy(float)
+        residual = y - predictions[split]
+        shift = float(np.median(residual))
+        out[split] = {
+            "median_residual": round(shift, 2),
+            "nmae_level_removed": round(float(np.mean(np.abs(residual - shift)) / std), 4),
         }
     return out
 
@@ -85,8 +196,10 @@ def main() -> int:
             "cache_cold_s": round(cold, 1),
             "cache_warm_s": round(warm, 2),
             "rows": task.facts["counts"],
-            "seeds": seed_scores(task),
+            "label_level": label_levels(task),
         }
+        kept: dict = {}
+        row["seeds"] = seed_scores(task, kept)
         host = PluginHost(use_entry_points=False, strict=True)
         host.register(plugin, name="relbench")
         host.register(agents, name="agents")
@@ -113,6 +226,21 @@ def main() -> int:
             "per_iteration_s": round(wall / max(1, args.iterations), 1),
             "audit_clean": report["audit"]["clean"],
         }
+        row["nodes"] = node_scores(task, outcome.run)
+        reference_name = (
+            "entity-table-only-lightgbm"
+            if "entity-table-only-lightgbm" in kept
+            else next(iter(kept))
+        )
+        chosen = node_predictions(outcome.run, report["node"])
+        reference = load_predictions(kept[reference_name])
+        row["bootstrap"] = {"reference": reference_name, **bootstrap(task, chosen, reference)}
+        if task.kind == "regression":
+            row["level"] = {
+                "chosen": level_split(task, chosen),
+                "reference": level_split(task, reference),
+                "first_seed": level_split(task, load_predictions(next(iter(kept.values())))),
+            }
         figures[name] = row
         print(f"{name} ({task.primary_metric}): {json.dumps(row)}", flush=True)
     if args.out:

@@ -2,8 +2,13 @@
 
 The database (users, events) is written in relbench 3's own folder format, so the same
 code path serves a user's own database (``relbench:/path/to/dataset/task``) and the
-built-in rel-flights. Also covered: the cache rules, the contract errors, bad folders,
-the audit, the jail (when bubblewrap exists) and a full in-process run.
+built-in rel-flights. Also covered: the cache rules (autocomplete's blanked targets
+included), the contract errors, bad folders, the audit, the jail (when bubblewrap exists)
+and a full in-process run.
+
+Caches the tests only read are built in-process (``prebuilt``), which spares a Python
+start and a relbench import per cache; the separate build process is exercised by the
+stale-cache rebuild and the bad-SQL failure.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from rlab_relbench import plugin, sources
+from rlab_relbench import build, plugin, sources
 from rlab_relbench.benchmark import RelBenchBenchmark, RelBenchTask
 from rlab_relbench.options import RelBenchOptions
 
@@ -118,6 +123,66 @@ def make_db(root: Path, users: int = 80, events: int = 6000, sql: str = LABEL_SQ
     return root
 
 
+def make_autocomplete_db(root: Path, orders: int = 3000) -> Path:
+    """users, orders (time-sorted; ``returned`` is the autocomplete label), events."""
+    rng = np.random.default_rng(1)
+    (root / "db").mkdir(parents=True)
+    pd.DataFrame({"user_id": range(60), "age": rng.integers(18, 80, 60)}).to_parquet(
+        root / "db" / "users.parquet"
+    )
+    times = np.sort(
+        pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 365 * 24, orders), unit="h")
+    )
+    amount = rng.gamma(2.0, 2.0, orders)
+    returned = (rng.random(orders) < 1 / (1 + np.exp(-(amount - 4) / 1.5))).astype("int64")
+    pd.DataFrame(
+        {
+            "order_id": range(orders),
+            "time": times,
+            "user_id": rng.integers(0, 60, orders),
+            "amount": amount,
+            "returned": returned,
+            "refund": returned * amount,  # derived from the label: the task removes it
+        }
+    ).to_parquet(root / "db" / "orders.parquet")
+    visits = np.sort(
+        pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 365 * 24, 4000), unit="h")
+    )
+    pd.DataFrame(
+        {"visit_id": range(4000), "time": visits, "user_id": rng.integers(0, 60, 4000)}
+    ).to_parquet(root / "db" / "visits.parquet")
+    manifest = {
+        "name": "toy-orders",
+        "val_timestamp": VAL,
+        "test_timestamp": TEST,
+        "tables": {
+            "users": {"pkey": "user_id", "time_col": None, "fkeys": {}},
+            "orders": {"pkey": "order_id", "time_col": "time", "fkeys": {"user_id": "users"}},
+            "visits": {"pkey": "visit_id", "time_col": "time", "fkeys": {"user_id": "users"}},
+        },
+    }
+    (root / "manifest.yaml").write_text(yaml.safe_dump(manifest))
+    task = {
+        "name": "order-returned",
+        "kind": "autocomplete",
+        "task_type": "binary_classification",
+        "description": "Was the order returned?",
+        "entity_table": "orders",
+        "target_col": "returned",
+        "remove_columns": [["orders", "refund"]],
+    }
+    (root / "tasks" / "order-returned").mkdir(parents=True)
+    (root / "tasks" / "order-returned" / "manifest.yaml").write_text(yaml.safe_dump(task))
+    return root
+
+
+def prebuilt(bench: RelBenchBenchmark, spec: str, cache: Path) -> RelBenchTask:
+    """``bench.prepare(spec)`` with its cache built in this process (a valid cache is reused)."""
+    source = sources.resolve(spec, cache)
+    build.build(source.folder, source.task, cache / "prepared" / source.key, source.dataset)
+    return bench.prepare(spec, cache)
+
+
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
     root = tmp_path_factory.mktemp("relbench")
@@ -127,7 +192,7 @@ def env(tmp_path_factory):
         patch.setenv("HF_HUB_OFFLINE", "1")
         db = make_db(root / "toy-shop")
         bench = RelBenchBenchmark(RelBenchOptions())
-        task = bench.prepare(str(db / "big-spender"), root / "rlab-cache" / "relbench")
+        task = prebuilt(bench, str(db / "big-spender"), root / "rlab-cache" / "relbench")
         yield {
             "root": root,
             "db": db,
@@ -164,7 +229,7 @@ def test_truncation_hidden_labels_and_read_only(env) -> None:
 
 
 def test_recommendation_test_table_hides_destinations(env) -> None:
-    task = env["bench"].prepare(str(env["db"] / "user-item"), env["cache"])
+    task = prebuilt(env["bench"], str(env["db"] / "user-item"), env["cache"])
     assert list(pd.read_parquet(task.data_dir / "test.parquet").columns) == ["user_id", "timestamp"]
     assert "item_id" in pd.read_parquet(task.private / "test_labels.parquet").columns
     out = env["root"] / "rec-out"
@@ -176,6 +241,35 @@ def test_recommendation_test_table_hides_destinations(env) -> None:
     assert any("repeats a destination" in p for p in task.validate_outputs(out, "val"))
     np.save(out / "val_predictions.npy", np.tile(np.array([0, 1, 2, 3, 99]), (n, 1)))
     assert any("outside [0, 30)" in p for p in task.validate_outputs(out, "val"))
+
+
+def test_autocomplete_blanks_post_cutoff_targets_instead_of_truncating(env, tmp_path: Path) -> None:
+    from rlab_core.testing import run_candidate
+
+    raw = make_autocomplete_db(tmp_path / "toy-orders")
+    task = prebuilt(env["bench"], str(raw / "order-returned"), env["cache"])
+    pristine = pd.read_parquet(raw / "db" / "orders.parquet")
+    orders = pd.read_parquet(task.data_dir / "db" / "orders.parquet")
+    late = orders["time"] > pd.Timestamp(TEST)
+    assert len(orders) == len(pristine) and late.any()  # every row kept: test entities are late
+    assert orders.loc[late, "returned"].isna().all()  # test labels blanked
+    early = orders.loc[~late, "returned"]
+    assert early.notna().all() and early.tolist() == pristine.loc[~late, "returned"].tolist()
+    assert "refund" not in orders.columns  # the task's remove_columns are dropped
+    visits = pd.read_parquet(task.data_dir / "db" / "visits.parquet")
+    assert visits["time"].max() > pd.Timestamp(TEST)  # not truncated either
+    test = pd.read_parquet(task.data_dir / "test.parquet")
+    assert list(test.columns) == ["order_id", "time"]
+    assert test["order_id"].tolist() == orders.loc[late, "order_id"].tolist()
+    assert "blank after the test cutoff" in task.context()
+    for seed in task.seed_candidates():  # each seed runs and never reads a row's own label
+        execution, out = run_candidate(
+            task, seed.path, LocalSandbox(LocalSandboxConfig()), tmp_path / seed.name
+        )
+        assert execution.ok, execution.log_tail
+        assert task.validate_outputs(out, "test") == []
+        auc = task.score(out, "val").primary
+        assert 0.6 < auc < 0.95, (seed.name, auc)  # 1.0 would mean the label leaked in
 
 
 def test_contract_errors(env, tmp_path: Path) -> None:
@@ -338,7 +432,7 @@ def test_full_run_on_local_db(env, tmp_path: Path) -> None:
         task=f"relbench:{env['db'] / 'big-spender'}",
         agent="playbook",
         out=tmp_path / "runs",
-        iterations=2,
+        iterations=1,
     )
     outcome = start_run(host, config)
     report = finalize(host, outcome.run)

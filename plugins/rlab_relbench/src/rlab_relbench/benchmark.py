@@ -159,6 +159,8 @@ class RelBenchTask(PreparedTask):
             memory_mb=options.candidate_memory_mb,
             max_output_mb=5,
         )
+        self._task: Any = None
+        self._label_cache: dict[str, Any] = {}
 
     def context(self) -> str:
         from rlab_relbench import context
@@ -266,24 +268,41 @@ class RelBenchTask(PreparedTask):
             higher_is_better=self.higher_is_better,
         )
 
-    def evaluate(self, pred: Any, split: Split) -> dict[str, float]:
-        """``task.evaluate`` of the official relbench library on the private labels."""
-        from unittest import mock
+    def evaluate(self, pred: Any, split: Split, rows: Any = None) -> dict[str, float]:
+        """``task.evaluate`` of the official relbench library on the private labels.
 
-        import pandas as pd
-        import relbench
+        ``rows`` (positions into the split, repeats allowed) scores a resample of the split
+        with ``pred`` given for those rows only: how the bench bootstraps standard errors.
+        """
         from relbench.base import Table
 
-        labels = pd.read_parquet(self.private / f"{split}_labels.parquet")
-        ds = relbench.load_dataset(str(self.source.folder))
-        ds.is_local = True  # scoring never contacts the Hub
-        std = self.facts.get("nmae_std", 1.0)
-        with mock.patch("relbench.load.train_std", lambda _task: std):
-            task = ds.load_task(self.source.task)
+        labels = self._labels(split)
+        if rows is not None:
+            labels = labels.iloc[rows].reset_index(drop=True)
         table = Table(
             df=labels, fkey_col_to_pkey_table={}, pkey_col=None, time_col=self.spec["time_col"]
         )
-        return task.evaluate(pred, table)
+        return self._relbench_task().evaluate(pred, table)
+
+    def _labels(self, split: Split) -> Any:
+        import pandas as pd
+
+        if split not in self._label_cache:
+            self._label_cache[split] = pd.read_parquet(self.private / f"{split}_labels.parquet")
+        return self._label_cache[split]
+
+    def _relbench_task(self) -> Any:
+        from unittest import mock
+
+        import relbench
+
+        if self._task is None:
+            ds = relbench.load_dataset(str(self.source.folder))
+            ds.is_local = True  # scoring never contacts the Hub
+            std = self.facts.get("nmae_std", 1.0)
+            with mock.patch("relbench.load.train_std", lambda _task: std):
+                self._task = ds.load_task(self.source.task)
+        return self._task
 
     def write_submission(self, output_dir: Path, private_dir: Path, dest: Path) -> Path | None:
         import numpy as np

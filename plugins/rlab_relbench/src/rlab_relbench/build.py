@@ -4,7 +4,9 @@
 ``TARGET.partial`` and renames it into place at the end:
 
 - ``public/`` (the candidate's ``RLAB_DATA_DIR``): ``db/<table>.parquet`` physically
-  truncated at the test cutoff (autocomplete: post-cutoff target cells blanked instead),
+  truncated at the test cutoff. Autocomplete tasks instead keep every row (their test
+  entities are rows after the cutoff) and keep the target column with every cell after
+  the test cutoff blanked; the task's ``remove_columns`` are dropped, as relbench does.
   ``dataset.yaml`` (keys, time columns, cutoffs), ``task.yaml`` (task spec, label SQL),
   ``train.parquet`` and ``val.parquet`` with labels, ``test.parquet`` with only the entity
   (or source) id and the time column, in the original row order. No archives.
@@ -23,9 +25,10 @@ import os
 import shutil
 import stat
 import sys
+import types
 from pathlib import Path
 
-BUILD_VERSION = "1"
+BUILD_VERSION = "2"  # 2: autocomplete targets kept, blanked after the cutoff
 
 
 def plugin_version() -> str:
@@ -112,6 +115,29 @@ def _label_stats(task, train, kind: str) -> dict:
     }
 
 
+def blank_targets_after_cutoff(ds, task, db) -> None:
+    """Put an autocomplete task's target column back on its entity table, blanked after the cutoff.
+
+    ``task.get_db`` drops the column whole; the cache keeps the cells of rows up to the
+    test cutoff (train and val labels, which the candidate has anyway) and blanks every
+    later one: those are the test labels.
+    """
+    table = db.table_dict[task.entity_table]
+    source = ds.get_db(upto_test_timestamp=False).table_dict[task.entity_table].df
+    if len(source) != len(table.df):  # the same rows in the same order, or a relbench change
+        raise RuntimeError(f"{task.entity_table}: cannot align the target column to blank it")
+    values = source[task.target_col].reset_index(drop=True)
+    late = (table.df[task.time_col] > ds.test_timestamp).to_numpy()
+    table.df[task.target_col] = values.where(~late).to_numpy()
+
+
+def _timestamps(frame, column: str, limit: int = 60) -> list[str]:
+    stamps = sorted({str(v) for v in frame[column]})
+    if len(stamps) <= limit:
+        return stamps
+    return [stamps[0], f"... {len(stamps) - 2} more ...", stamps[-1]]
+
+
 def build(source: Path, task_name: str, target: Path, dataset: str) -> dict:
     """Sanitize ``task_name`` of the RelBench folder (or Hub spec) ``source`` into ``target``."""
     import numpy as np
@@ -128,10 +154,7 @@ def build(source: Path, task_name: str, target: Path, dataset: str) -> dict:
     is_rec = kind == "recommendation"
     if task.kind == "autocomplete":
         db = full_db
-        table = db.table_dict[task.entity_table]
-        if task.target_col in table.df and table.time_col:
-            late = table.df[table.time_col] > ds.test_timestamp
-            table.df.loc[late, task.target_col] = None
+        blank_targets_after_cutoff(ds, task, db)
     else:
         db = full_db.upto(ds.test_timestamp)
 
@@ -195,9 +218,7 @@ def build(source: Path, task_name: str, target: Path, dataset: str) -> dict:
     facts = {
         "spec": spec,
         "counts": {s: len(t.df) for s, t in tables.items()},
-        "eval_timestamps": {
-            s: sorted({str(v) for v in tables[s].df[task.time_col]}) for s in ("val", "test")
-        },
+        "eval_timestamps": {s: _timestamps(tables[s].df, task.time_col) for s in ("val", "test")},
         "label_stats": _label_stats(task, tables["train"].df, kind),
         "tables": {n: _table_facts(n, t) for n, t in db.table_dict.items()},
     }
@@ -224,8 +245,30 @@ def build(source: Path, task_name: str, target: Path, dataset: str) -> dict:
     return marker
 
 
+class _Deferred(types.ModuleType):
+    """A module imported only when first used (then every access goes to the real one)."""
+
+    def __getattr__(self, name: str):
+        import importlib
+
+        for key in ("sklearn", "sklearn.metrics"):
+            if isinstance(sys.modules.get(key), _Deferred):
+                del sys.modules[key]
+        return getattr(importlib.import_module(self.__name__), name)
+
+
+def defer_sklearn() -> None:
+    """Defer relbench's import of sklearn.metrics: a build never scores, and it costs ~2 s."""
+    if "sklearn" in sys.modules:
+        return
+    package, metrics = _Deferred("sklearn"), _Deferred("sklearn.metrics")
+    package.metrics = metrics  # what `import sklearn.metrics as skm` reads
+    sys.modules.update({"sklearn": package, "sklearn.metrics": metrics})
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry: build one sanitized cache; print its marker as JSON."""
+    defer_sklearn()
     parser = argparse.ArgumentParser(prog="python -m rlab_relbench.build")
     parser.add_argument("source")
     parser.add_argument("task")

@@ -43,7 +43,12 @@ def render(facts: dict, resources: dict | None = None) -> str:
         f"window {spec['timedelta']}; {spec['num_eval_timestamps']} evaluation seed times per split.",
         f"Rows: train {facts['counts']['train']}, val {facts['counts']['val']}, test {facts['counts']['test']}.",
         "",
-        "## Schema (as the candidate sees it, truncated at the test cutoff)",
+        "## Schema (as the candidate sees it, "
+        + (
+            "every row kept, target cells after the test cutoff blank)"
+            if spec.get("kind") == "autocomplete"
+            else "truncated at the test cutoff)"
+        ),
     ]
     for table, info in facts["tables"].items():
         span = (
@@ -68,7 +73,7 @@ def render(facts: dict, resources: dict | None = None) -> str:
         "",
         "## Label SQL (DuckDB; `timestamps` holds the seed times)",
         "```sql",
-        spec.get("sql") or "(labels hosted, no SQL)",
+        spec.get("sql") or _no_sql(spec),
         "```",
     ]
     lines += [
@@ -82,10 +87,9 @@ def render(facts: dict, resources: dict | None = None) -> str:
         "## Data access",
         "Read only $RLAB_DATA_DIR: `db/<table>.parquet`, `dataset.yaml` (keys, time columns), "
         "`task.yaml` (this task), `train.parquet` and `val.parquet` (with labels), "
-        "`test.parquet` (keys and seed time only). The database ends at the test cutoff, so "
-        "test rows with later seed times see no newer rows: censor validation features at the "
-        "validation cutoff the same way. Use only rows strictly before each seed time. "
-        "Validation predictions must come from a model never fit on validation labels "
+        "`test.parquet` (keys and seed time only). "
+        + _time_rules(spec)
+        + " Validation predictions must come from a model never fit on validation labels "
         "(a train+val refit may produce the test predictions). No network, no other paths.",
         "",
         "## Playbook",
@@ -101,6 +105,31 @@ def render(facts: dict, resources: dict | None = None) -> str:
     res = resources or {"cpus": os.cpu_count()}
     lines += ["", "## Machine", ", ".join(f"{k}: {v}" for k, v in res.items())]
     return "\n".join(lines) + "\n"
+
+
+def _no_sql(spec: dict) -> str:
+    if spec.get("kind") == "autocomplete":
+        return f"(autocomplete: the label is column {spec['target_col']} of {spec['entity_table']})"
+    return "(labels hosted, no SQL)"
+
+
+def _time_rules(spec: dict) -> str:
+    if spec.get("kind") == "autocomplete":
+        return (
+            f"The database keeps every row; {spec['entity_table']}.{spec['target_col']} is the "
+            "label, blank after the test cutoff: never use a row's own target cell as its "
+            "feature. Use only rows strictly before each row's time."
+        )
+    return (
+        "The database ends at the test cutoff, so every test row sees it as of the test "
+        "cutoff, however late its seed time. Build every split the same way: val rows as of "
+        "the validation cutoff, train rows in blocks of num_eval_timestamps seed times, each "
+        "as of its block's first seed time (the sql-aggregates seed does this), using only "
+        "rows strictly before that time. Add no feature that says where a row sits in its "
+        "block or which calendar week it is: with features frozen at the cutoff, the model "
+        "can only learn the validation weeks' base rates from it and replay them on the "
+        "test weeks."
+    )
 
 
 def _contract(spec: dict) -> str:

@@ -14,7 +14,6 @@ from rlab_core.models import Edit
 SWITCHES = "# feature switches (one line each)\n"
 MODEL = "# model settings (one line each)\n"
 AGGS = "            # extra aggregates (one line each)\n"
-HORIZON = "    # train-time horizon simulation (one line each)\n"
 POST = "    # prediction post-processing (one line each)\n"
 DERIVED = "    # derived features (one line each)\n"
 
@@ -31,17 +30,17 @@ def _move(
     )
 
 
-RANKS = {
-    "horizon-sim": 10,
-    "time-features": 20,
+RANKS = {  # order of trial: what gained on rel-flights validation first
+    "more-rows": 20,
     "distinct-links": 30,
     "bagging": 40,
     "min-leaf-200": 50,
     "window-3d": 60,
     "slow-lr": 70,
     "stddev-min": 80,
-    "more-rows": 90,
+    "recency-weight": 90,
     "label-history": 100,
+    "cat-smooth": 105,
     "window-90d": 110,
     "leaves-63": 120,
 }
@@ -50,9 +49,9 @@ RANKS = {
 def _entity(family: str) -> list[PlaybookMove]:
     m = [
         (
-            HORIZON,
-            '    labels["__asof"] = labels["__asof"] if cutoff is not None else seed - pd.Timedelta(TASK["timedelta"]) * (labels["__row"] % TASK["num_eval_timestamps"])',
-            "Censor train features at 0..k-1 windows before the seed time, as val and test are: the model then learns how stale history predicts, matching evaluation.",
+            MODEL,
+            "TRAIN_HALF_LIFE_DAYS = 60",
+            "Weight training rows by recency (half-life 60 days): the newest rows are closest to the evaluation period.",
             10,
         ),
         (
@@ -80,9 +79,9 @@ def _entity(family: str) -> list[PlaybookMove]:
             50,
         ),
         (
-            SWITCHES,
-            "TIME_FEATURES = True",
-            "Add the seed time's weekday and month: seasonality shifts the base rate between windows.",
+            MODEL,
+            "PARAMS.update(cat_smooth=50, min_data_per_group=200)",
+            "Smooth categorical splits (plane model, manufacturer): rare levels otherwise get extreme leaf values.",
             60,
         ),
         (
@@ -126,12 +125,12 @@ def _entity(family: str) -> list[PlaybookMove]:
         _move(f"{family}-{i}", a, line, h, family, rank) for i, (a, line, h, rank) in enumerate(m)
     ]
     names = [
-        "horizon-sim",
+        "recency-weight",
         "label-history",
         "distinct-links",
         "window-3d",
         "stddev-min",
-        "time-features",
+        "cat-smooth",
         "bagging",
         "min-leaf-200",
         "slow-lr",

@@ -92,8 +92,11 @@ MOVES: list[PlaybookMove] = [
     _move(
         "dst-degree",
         FEATS,
-        _feature("dst_sources", 'pairs.groupby("dst")["__row"].transform("count")'),
-        "Add how many sources have the destination as a candidate: a breadth-of-appeal signal.",
+        _feature(
+            "dst_sources",
+            'pairs.groupby("dst")["__row"].transform("count") / pairs["__row"].nunique()',
+        ),
+        "Add the share of sources that have the destination as a candidate: a breadth-of-appeal signal (a share, so train and evaluation splits of different sizes agree).",
         100,
     ),
     _move(

@@ -38,8 +38,9 @@ BINARY = TASK["task_type"] == "binary_classification"
 
 def features(labels, entity):
     spec = SCHEMA["tables"][ENTITY]
+    own = [c for c in entity.columns if c in (spec.get("time_col"), TARGET)]  # autocomplete
     merged = labels[[ENTITY_COL, TIME]].merge(
-        entity, left_on=ENTITY_COL, right_on=spec["pkey"], how="left"
+        entity.drop(columns=own), left_on=ENTITY_COL, right_on=spec["pkey"], how="left"
     )
     seed = pd.to_datetime(merged.pop(TIME))
     merged["seed_month"] = seed.dt.month

@@ -4,10 +4,19 @@
 Works on any RelBench entity task (binary classification or regression): it reads the
 schema from $RLAB_DATA_DIR/dataset.yaml and the task from task.yaml. For every table
 with a foreign key to the entity table and a time column, it aggregates that table's
-rows strictly before each seed time (counts over several windows, means and maxima of
-its numeric columns, recency), joins the entity table's own columns, and fits LightGBM
+rows strictly before each row's as-of time (counts over several windows, means and maxima
+of its numeric columns, recency), joins the entity table's own columns, and fits LightGBM
 on train. Validation predictions come from the train-only model (out-of-sample); the
 test predictions come from a refit on train+val.
+
+Every split is featurised the same way. The candidate's database ends at the test
+cutoff, so all test rows (seed times test_timestamp + k * timedelta) see the database as
+of test_timestamp; val rows are cut at val_timestamp, and train rows, whose seed times
+step back from val_timestamp by timedelta, are cut into blocks of num_eval_timestamps
+seed times, each seen as of its first seed time. So a train row that is k windows past
+its block's start looks like a val or test row k windows past the cutoff. No feature
+says where in its block a row is: that would only let the model learn each validation
+week's base rate and replay it on the test weeks.
 """
 
 import os
@@ -35,7 +44,6 @@ MAX_NUMERIC = 6  # numeric columns aggregated per related table
 MAX_TRAIN_ROWS = 30_000
 MAX_LEVELS = 200  # categorical entity columns with more levels are dropped
 LABEL_HISTORY = False
-TIME_FEATURES = False
 # feature switches (one line each)
 PARAMS = {
     "learning_rate": 0.05,
@@ -47,6 +55,7 @@ PARAMS = {
 NUM_ROUNDS = 200
 REGRESSION_OBJECTIVE = "regression"
 REFIT_ON_TRAIN_VAL = True
+TRAIN_HALF_LIFE_DAYS = None  # recency weighting of training rows; None = equal weights
 # model settings (one line each)
 TRAIN_Q = (-np.inf, np.inf)  # 2nd and 98th percentiles of the train target, set in main()
 
@@ -71,7 +80,7 @@ def numeric_columns(table, skip):
 
 
 def related_features(labels):
-    """Aggregates of every table pointing at the entity table, strictly before each seed."""
+    """Aggregates of every table pointing at the entity table, strictly before each as-of time."""
     con.register("labels", labels[["__row", ENTITY_COL, TIME, "__asof"]])
     frames = []
     for table, spec in SCHEMA["tables"].items():
@@ -107,7 +116,7 @@ def related_features(labels):
 def entity_features(labels):
     entity = con.execute(f'SELECT * FROM "{ENTITY}"').df()
     spec = SCHEMA["tables"][ENTITY]
-    drop = [c for c in entity.columns if c == spec.get("time_col")]
+    drop = [c for c in entity.columns if c in (spec.get("time_col"), TARGET)]  # autocomplete
     merged = labels[["__row", ENTITY_COL]].merge(
         entity.drop(columns=drop), left_on=ENTITY_COL, right_on=spec["pkey"], how="left"
     )
@@ -129,7 +138,7 @@ def entity_features(labels):
 
 
 def label_history(labels, history):
-    """Mean and count of the entity's earlier labels (history rows strictly before the seed)."""
+    """Mean, count and last of the entity's earlier labels whose window ended by the as-of time."""
     con.register("hist", history[[ENTITY_COL, TIME, TARGET]])
     con.register("labels", labels[["__row", ENTITY_COL, "__asof"]])
     return (
@@ -144,39 +153,47 @@ def label_history(labels, history):
     )
 
 
-def features(labels, history, cutoff=None):
-    """Features of each label row, as of min(seed time, cutoff).
+def as_of(seed, anchor):
+    """The time each row sees the database as of: the start of its block of eval windows.
 
-    The candidate's database ends at the test cutoff, so test rows with later seed times
-    see no newer rows; val rows are censored the same way at the val cutoff so that the
-    validation score measures what test will see.
+    ``anchor`` is the split's cutoff (val_timestamp for train and val, test_timestamp for
+    test). Seed times at or after it belong to the block that starts there; earlier ones
+    (train) to blocks of num_eval_timestamps windows stepping back from it.
     """
+    if TASK.get("kind") == "autocomplete":  # the database is not truncated: rows see up to now
+        return seed
+    span = pd.Timedelta(TASK["timedelta"]) * int(TASK["num_eval_timestamps"])
+    anchor = pd.Timestamp(anchor)
+    blocks = np.ceil((anchor - seed) / span).clip(lower=0)
+    return anchor - span * blocks
+
+
+def features(labels, history, anchor):
+    """Features of each label row as of its block start (see ``as_of``)."""
     labels = labels.reset_index(drop=True).copy()
     labels["__row"] = np.arange(len(labels))
-    seed = pd.to_datetime(labels[TIME])
-    labels["__asof"] = seed if cutoff is None else seed.clip(upper=pd.Timestamp(cutoff))
-    # train-time horizon simulation (one line each)
+    labels["__asof"] = as_of(pd.to_datetime(labels[TIME]), anchor)
     parts = [entity_features(labels), *related_features(labels)]
     if LABEL_HISTORY:
         parts.append(label_history(labels, history))
     X = pd.concat(parts, axis=1).sort_index()
-    X["horizon_days"] = ((seed - labels["__asof"]).dt.total_seconds() / 86400).to_numpy()
-    if TIME_FEATURES:
-        seed = pd.to_datetime(labels[TIME])
-        X["seed_dow"] = seed.dt.dayofweek.to_numpy()
-        X["seed_month"] = seed.dt.month.to_numpy()
     # derived features (one line each)
     return X
 
 
-def fit(X, y):
+def fit(X, y, when):
     params = {
         **PARAMS,
         "objective": "binary" if BINARY else REGRESSION_OBJECTIVE,
         "num_threads": THREADS,
         "seed": SEED,
     }
-    return lgb.train(params, lgb.Dataset(X, y), num_boost_round=NUM_ROUNDS if not DEBUG else 20)
+    weight = None
+    if TRAIN_HALF_LIFE_DAYS:
+        age = (when.max() - when).dt.total_seconds().to_numpy() / 86400
+        weight = 0.5 ** (age / TRAIN_HALF_LIFE_DAYS)
+    data = lgb.Dataset(X, y, weight=weight)
+    return lgb.train(params, data, num_boost_round=NUM_ROUNDS if not DEBUG else 20)
 
 
 def predict(model, X):
@@ -197,19 +214,18 @@ def main():
     limit = 3000 if DEBUG else MAX_TRAIN_ROWS
     if len(train) > limit:  # keep the most recent rows: closest to the evaluation period
         train = train.sort_values(TIME, kind="stable").iloc[-limit:]
-    X_train = features(train, train)
+    X_train = features(train, train, TASK["val_timestamp"])
     X_val = features(val, train, TASK["val_timestamp"])
     y_train = train[TARGET].astype(float).to_numpy()
     global TRAIN_Q
     TRAIN_Q = tuple(np.quantile(y_train, [0.02, 0.98]))
-    model = fit(X_train, y_train)
+    model = fit(X_train, y_train, pd.to_datetime(train[TIME]))
     val_pred = predict(model, X_val)
     both = pd.concat([train, val], ignore_index=True)
     X_test = features(test, both, TASK["test_timestamp"])
     if REFIT_ON_TRAIN_VAL:
-        model = fit(
-            pd.concat([X_train, X_val], ignore_index=True), both[TARGET].astype(float).to_numpy()
-        )
+        X_both = pd.concat([X_train, X_val], ignore_index=True)
+        model = fit(X_both, both[TARGET].astype(float).to_numpy(), pd.to_datetime(both[TIME]))
     test_pred = predict(model, X_test)
     OUT.mkdir(parents=True, exist_ok=True)
     np.save(OUT / "val_predictions.npy", np.asarray(val_pred, dtype=np.float64))

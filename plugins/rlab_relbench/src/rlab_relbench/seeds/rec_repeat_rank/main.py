@@ -154,9 +154,9 @@ def main():
     limit = 2000 if DEBUG else MAX_TRAIN_ROWS
     if len(train) > limit:
         train = train.sort_values(TIME, kind="stable").iloc[-limit:]
-    feats = FEATURES + [f"dec_{h}" for h in HALF_LIVES_DAYS]
     val_l, val_c = prepare(val, TASK["val_timestamp"])
     test_l, test_c = prepare(test, TASK["test_timestamp"])
+    feats = FEATURES + [f"dec_{h}" for h in HALF_LIVES_DAYS]  # after candidates() added any
     if RERANK:
         train_l, train_c = prepare(train)
         truth = train_l[["__row", DST]].explode(DST).rename(columns={DST: "dst"}).dropna()
