@@ -59,9 +59,17 @@ def make_host() -> PluginHost:
 
 
 def run_noop(
-    root: Path, *, iterations: int, isolation: str, on_event: EventSink | None = None
+    root: Path,
+    *,
+    iterations: int,
+    isolation: str,
+    on_event: EventSink | None = None,
+    **overrides: Any,
 ) -> RunOutcome:
-    """Run a real research loop on ``noop:tick`` for exactly ``iterations`` agent iterations."""
+    """Run a real research loop on ``noop:tick`` for exactly ``iterations`` agent iterations.
+
+    ``overrides`` are further :class:`RunConfig` fields (``seed_candidate``, ``workers``, ...).
+    """
     config = RunConfig(
         task=f"{noop_plugin.BENCHMARK}:{noop_plugin.TASK}",
         agent=noop_plugin.AGENT,
@@ -73,7 +81,7 @@ def run_noop(
         min_iterations=iterations,
         debug_tries=0,
         smoke_run=False,
-        out=root / "runs",
+        **{"out": root / "runs", **overrides},
     )
     outcome = start_run(make_host(), config, on_event=on_event)
     if not outcome.stop_reason.startswith("iteration budget reached"):

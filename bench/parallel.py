@@ -17,11 +17,9 @@ import sys
 from pathlib import Path
 
 import noop_plugin
-from _common import bench_workspace, make_host
+from _common import bench_workspace, run_noop
 
-from rlab_core.config import RunConfig
 from rlab_core.journal import read_events
-from rlab_core.runner import start_run
 
 SEED = '''"""CPU-bound candidate: a fixed pure-Python loop, then write VALUE as the prediction."""
 import os
@@ -41,21 +39,15 @@ def throughput(root: Path, workers: int, iterations: int, work: int, isolation: 
     seed = root / f"seed-{workers}"
     seed.mkdir(parents=True)
     (seed / "main.py").write_text(SEED.format(work=work, file=noop_plugin.PREDICTION_FILE))
-    config = RunConfig(
-        task=f"{noop_plugin.BENCHMARK}:{noop_plugin.TASK}",
-        agent=noop_plugin.AGENT,
-        strategy="best-first",
-        sandbox="local",
-        sandbox_options={"isolation": isolation},
-        seed_candidate=seed,
+    outcome = run_noop(
+        root,
         iterations=iterations,
-        min_iterations=iterations,
-        debug_tries=0,
+        isolation=isolation,
+        seed_candidate=seed,
         workers=workers,
         threads=1,
         out=root / f"runs-{workers}",
     )
-    outcome = start_run(make_host(), config)
     events, _ = read_events(outcome.run.journal_path)
     seed_ids = {
         e["node"]["id"]

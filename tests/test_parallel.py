@@ -329,3 +329,15 @@ def test_agents_that_allow_it_propose_from_several_threads_at_once(run_toy):
     assert sorted(n.hypothesis for n in made) == [f"intercept {i}" for i in range(1, 5)]
     calls = ScriptedAgent.calls
     assert any(a0 < b1 and b0 < a1 for i, (a0, a1) in enumerate(calls) for b0, b1 in calls[i + 1 :])
+
+
+def test_as_completed_order_keeps_the_budget_and_never_repeats_a_move(host, tmp_path):
+    outcome = run_playbook(
+        host, tmp_path / "runs", IMPROVING, workers=3, iterations=6, parallel_order="as-completed"
+    )
+    state = replay(outcome.run.journal_path)
+    made = [n for n in state.tree if n.kind != NodeKind.SEED]
+    assert len(made) == 6 and state.stop_reason.startswith("iteration budget reached (6/6)")
+    tried = [(n.parent_id, n.move_id) for n in made]
+    assert len(set(tried)) == len(tried), "a move was proposed twice on one parent"
+    assert overlapped(outcome)
