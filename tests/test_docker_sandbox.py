@@ -365,3 +365,15 @@ def test_full_rlab_run_of_the_example_task_in_docker(tmp_path):
     client = DockerSandbox(DockerSandboxConfig()).client
     leftovers = client.containers.list(all=True, filters={"label": "rlab.sandbox=docker"})
     assert [c for c in leftovers if c.labels.get("rlab.run") == run_dir.name] == []
+
+
+@needs_docker
+def test_hostile_candidates_get_nothing_through_docker(sandbox):
+    """Forging links, hidden paths, /proc, sockets, orphans, tmpfs and disk hogs: all stopped."""
+    from rlab_core.testing.hostile import ATTACK_NAMES, check_hostile
+
+    report = check_hostile(sandbox)
+    assert report.tried == len(ATTACK_NAMES) and not report.leaks and report.orphans == 0
+    by_name = {r.name: r.detail for r in report.results}
+    assert by_name["tmpfs-memory-hog"].startswith("killed by memory")
+    assert by_name["disk-flood"].startswith("killed by disk")

@@ -1,4 +1,4 @@
-"""The bubblewrap jail: no network, no view outside the candidate's folders, no secrets."""
+"""The jail at each level: no network, no view of private paths, no secrets, through the loop."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rlab_core.builtin import jail
+from rlab_core.builtin.jail_netns import find_netns
 from rlab_core.builtin.local_sandbox import LocalSandbox, LocalSandboxConfig
 from rlab_core.journal import replay
 from rlab_core.models import NodeKind
@@ -17,6 +18,9 @@ from rlab_core.testing import check_sandbox
 
 needs_bwrap = pytest.mark.skipif(
     not jail.bubblewrap_works(), reason="bubblewrap is not available here"
+)
+needs_netns_covers = pytest.mark.skipif(
+    not find_netns().covers, reason="unshare cannot give a mount namespace with covers here"
 )
 
 PROBE = """
@@ -109,11 +113,17 @@ def _probe(run_toy, rlab_cache, tmp_path, monkeypatch, isolation: str) -> tuple[
     return report, listener.connections
 
 
-@needs_bwrap
+@pytest.mark.parametrize(
+    "isolation",
+    [
+        pytest.param("bubblewrap", marks=needs_bwrap),
+        pytest.param("netns", marks=needs_netns_covers),
+    ],
+)
 def test_jailed_candidate_has_no_network_no_outside_view_and_no_secrets(
-    run_toy, rlab_cache, tmp_path, monkeypatch
+    run_toy, rlab_cache, tmp_path, monkeypatch, isolation
 ):
-    report, connections = _probe(run_toy, rlab_cache, tmp_path, monkeypatch, "bubblewrap")
+    report, connections = _probe(run_toy, rlab_cache, tmp_path, monkeypatch, isolation)
     assert report["socket"] != "allowed" and connections == 0
     assert report["read_outside"] == "FileNotFoundError"
     assert report["read_private"] == "FileNotFoundError"
@@ -147,14 +157,20 @@ def test_without_isolation_the_same_probe_gets_through_but_secrets_stay_out(
     } <= set(report["env"])
 
 
-@needs_bwrap
-def test_hidden_paths_inside_a_mounted_tree_are_invisible(tmp_path):
+@pytest.mark.parametrize(
+    "isolation",
+    [
+        pytest.param("bubblewrap", marks=needs_bwrap),
+        pytest.param("netns", marks=needs_netns_covers),
+    ],
+)
+def test_hidden_paths_inside_a_mounted_tree_are_invisible(tmp_path, isolation):
     """A task's raw data inside the interpreter's prefix (like a dataset package) is hidden."""
     import sys
 
     from rlab_core.testing.conformance import _request
 
-    hidden_dir = Path(sys.prefix) / "rlab-test-hidden"
+    hidden_dir = Path(sys.prefix) / f"rlab-test-hidden-{isolation}"
     hidden_dir.mkdir(exist_ok=True)
     try:
         (hidden_dir / "raw.csv").write_text("secret,raw\n")
@@ -163,8 +179,8 @@ def test_hidden_paths_inside_a_mounted_tree_are_invisible(tmp_path):
             f"import pathlib\nprint(sorted(p.name for p in pathlib.Path({str(hidden_dir)!r}).iterdir()))\n",
         )
         request = request.model_copy(update={"hidden_paths": [hidden_dir]})
-        execution = LocalSandbox(LocalSandboxConfig(isolation="bubblewrap")).run(request)
-        assert execution.ok and "[]" in execution.log_tail
+        execution = LocalSandbox(LocalSandboxConfig(isolation=isolation)).run(request)
+        assert execution.ok and "[]" in execution.log_tail, execution.log_tail
         plain = LocalSandbox(LocalSandboxConfig(isolation="none")).run(request)
         assert "raw.csv" in plain.log_tail
     finally:
@@ -172,14 +188,13 @@ def test_hidden_paths_inside_a_mounted_tree_are_invisible(tmp_path):
         hidden_dir.rmdir()
 
 
-@pytest.mark.parametrize("isolation", ["none", pytest.param("bubblewrap", marks=needs_bwrap)])
+@pytest.mark.parametrize(
+    "isolation",
+    [
+        "none",
+        pytest.param("bubblewrap", marks=needs_bwrap),
+        pytest.param("netns", marks=needs_netns_covers),
+    ],
+)
 def test_local_sandbox_passes_the_conformance_suite(isolation):
     check_sandbox(LocalSandbox(LocalSandboxConfig(isolation=isolation)))
-
-
-@pytest.mark.skipif(jail.netns_prefix() is None, reason="no network namespaces here")
-def test_netns_level_cuts_the_network_only(run_toy, rlab_cache, tmp_path, monkeypatch):
-    report, connections = _probe(run_toy, rlab_cache, tmp_path, monkeypatch, "netns")
-    assert report["socket"] != "allowed" and connections == 0
-    assert report["read_outside"] == "allowed"  # files stay open at this level: it is weaker
-    assert report["secret_vars"] == []

@@ -67,6 +67,12 @@ class RunConfig(BaseModel):
     timeout_s: float | None = Field(default=None, gt=0, description="Candidate wall-clock limit.")
     memory_mb: int | None = Field(default=None, gt=0, description="Candidate memory limit, MiB.")
     max_output_mb: float | None = Field(default=None, gt=0, description="Candidate log limit, MiB.")
+    disk_mb: int | None = Field(
+        default=None, gt=0, description="Candidate disk limit (work, outputs, cache), MiB."
+    )
+    outputs_mb: float | None = Field(
+        default=None, gt=0, description="Largest total size of a node's taken outputs, MiB."
+    )
     smoke_run: bool | None = Field(default=None, description="Run `main.py --debug` first.")
     env_allow: list[str] = Field(
         default_factory=list, description="Extra variables for candidates."

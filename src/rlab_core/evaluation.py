@@ -19,6 +19,7 @@ from rlab_core.errors import ContractError
 from rlab_core.guard import candidate_environment
 from rlab_core.interfaces import PreparedTask, Sandbox, SandboxRequest
 from rlab_core.models import Execution, Failure, FailureStage, Score, Timing
+from rlab_core.outputs import take_outputs
 from rlab_core.run_folder import RunFolder
 
 THREAD_VARIABLES = (
@@ -37,6 +38,11 @@ def describe_execution_failure(execution: Execution, limits: SandboxRequest) -> 
         return f"killed for using more than {limits.memory_mb} MiB of memory (peak {execution.peak_memory_mb:.0f} MiB)"
     if execution.killed_by == "output":
         return f"killed for printing more than {limits.max_output_mb:g} MiB of output"
+    if execution.killed_by == "disk":
+        return (
+            f"killed for writing more than {limits.disk_mb} MiB to its working, output and "
+            "cache folders"
+        )
     last = [line for line in execution.log_tail.strip().splitlines() if line.strip()]
     hint = f": {last[-1].strip()[:300]}" if last else ""
     if execution.killed_by == "signal":
@@ -60,6 +66,8 @@ class CandidateEvaluator:
         self.timeout_s = config.timeout_s or limits.timeout_s
         self.memory_mb = config.memory_mb or limits.memory_mb
         self.max_output_mb = config.max_output_mb or limits.max_output_mb
+        self.disk_mb = config.disk_mb or limits.disk_mb
+        self.outputs_mb = config.outputs_mb or limits.outputs_mb
         self.smoke = task.smoke_run if config.smoke_run is None else config.smoke_run
         self.threads = config.threads or max(1, (os.cpu_count() or 1) // config.workers)
 
@@ -113,6 +121,8 @@ class CandidateEvaluator:
             timeout_s=self.task.limits.smoke_timeout_s if smoke else self.timeout_s,
             memory_mb=self.memory_mb,
             max_output_mb=self.max_output_mb,
+            disk_mb=self.disk_mb,
+            outputs_mb=self.outputs_mb,
         )
 
     def evaluate(
@@ -129,78 +139,87 @@ class CandidateEvaluator:
         Exactly one of score and failure is set. ``timing`` receives the sandbox start,
         candidate and scoring seconds. ``stage`` is the candidate's ``RLAB_STAGE`` after the
         smoke run; ``top_nodes`` (best first) reach it as ``RLAB_TOP_NODES`` at ``ensemble``.
+
+        The candidate works in ``tmp/<node>/`` (its source copy and its output folder); when
+        it has exited, its outputs are taken as data into ``nodes/<node>/outputs`` (and the
+        test side into ``private/``), folders no candidate can write, and only that copy is
+        validated and scored.
         """
         top = list(top_nodes or [])
         node_dir = self.run.node_dir(node_id_)
-        output_dir = node_dir / "outputs"
-        workdir = self.run.scratch_dir / node_id_
+        scratch = self.run.scratch_dir / node_id_
+        candidate_out = scratch / "outputs"
         try:
+            shutil.rmtree(scratch, ignore_errors=True)
+            scratch.mkdir(parents=True)
             if self.smoke:
-                smoke_out = node_dir / "smoke_outputs"
-                smoke_out.mkdir(exist_ok=True)
+                smoke_out = scratch / "smoke_outputs"
+                smoke_out.mkdir()
                 execution, failure = self._run_stage(
                     node_id_,
                     src_dir,
-                    workdir,
+                    scratch,
                     smoke_out,
                     node_dir / "smoke_log.txt",
                     "debug",
                     timing,
                     top,
                 )
-                shutil.rmtree(smoke_out, ignore_errors=True)
                 if failure is not None:
                     failure.stage = FailureStage.SMOKE
                     return execution, None, failure
-            output_dir.mkdir(exist_ok=True)
+            candidate_out.mkdir()
             execution, failure = self._run_stage(
-                node_id_, src_dir, workdir, output_dir, node_dir / "log.txt", stage, timing, top
+                node_id_, src_dir, scratch, candidate_out, node_dir / "log.txt", stage, timing, top
             )
             if failure is not None:
                 return execution, None, failure
+            score_start = time.perf_counter()
+            try:
+                return self._score(node_id_, execution, candidate_out)
+            finally:
+                timing.scoring_s = round(time.perf_counter() - score_start, 4)
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            # rmtree never follows a link, so whatever the candidate planted goes with it
+            shutil.rmtree(scratch, ignore_errors=True)
 
-        score_start = time.perf_counter()
+    def _score(
+        self, node_id_: str, execution: Execution, candidate_out: Path
+    ) -> tuple[Execution, Score | None, Failure | None]:
+        """Take the outputs as data, check the contract and score validation."""
+
+        def contract_failure(message: str) -> tuple[Execution, None, Failure]:
+            failure = Failure(
+                stage=FailureStage.CONTRACT, message=message, log_tail=execution.log_tail
+            )
+            return execution, None, failure
+
+        if execution.output_problem:
+            return contract_failure(execution.output_problem)
+        output_dir = self.run.node_dir(node_id_) / "outputs"
+        shutil.rmtree(output_dir, ignore_errors=True)
         try:
+            take_outputs(candidate_out, output_dir, max_bytes=int(self.outputs_mb * 2**20))
             self._move_private_outputs(node_id_, output_dir)
             problems = self.task.validate_outputs(output_dir, "val")
             if problems:
-                return (
-                    execution,
-                    None,
-                    Failure(
-                        stage=FailureStage.CONTRACT,
-                        message="; ".join(problems),
-                        log_tail=execution.log_tail,
-                    ),
-                )
-            score = self.task.score(output_dir, "val")
+                return contract_failure("; ".join(problems))
+            return execution, self.task.score(output_dir, "val"), None
         except ContractError as exc:
-            return (
-                execution,
-                None,
-                Failure(stage=FailureStage.CONTRACT, message=str(exc), log_tail=execution.log_tail),
-            )
+            return contract_failure(str(exc))
         except Exception as exc:  # the outputs broke the scorer: keep the node, say why
-            return (
-                execution,
-                None,
-                Failure(
-                    stage=FailureStage.SCORE,
-                    message=f"scoring failed: {type(exc).__name__}: {exc}",
-                    log_tail=execution.log_tail,
-                ),
+            failure = Failure(
+                stage=FailureStage.SCORE,
+                message=f"scoring failed: {type(exc).__name__}: {exc}",
+                log_tail=execution.log_tail,
             )
-        finally:
-            timing.scoring_s = round(time.perf_counter() - score_start, 4)
-        return execution, score, None
+            return execution, None, failure
 
     def _run_stage(
         self,
         node_id_: str,
         src_dir: Path,
-        workdir: Path,
+        scratch: Path,
         output_dir: Path,
         log: Path,
         stage: str,
@@ -208,6 +227,7 @@ class CandidateEvaluator:
         top_nodes: list[str],
     ) -> tuple[Execution, Failure | None]:
         start = time.perf_counter()
+        workdir = scratch / "work"
         shutil.rmtree(workdir, ignore_errors=True)
         copy_source(src_dir, workdir)
         request = self._sandbox_request(node_id_, workdir, output_dir, log, stage, top_nodes)
@@ -226,9 +246,13 @@ class CandidateEvaluator:
         )
 
     def _move_private_outputs(self, node_id_: str, output_dir: Path) -> None:
-        """Move test-side predictions out of reach before anything reads the outputs."""
+        """Move test-side predictions out of reach before anything reads the outputs.
+
+        ``output_dir`` is the harness's own copy: only regular files and folders, so the
+        glob and the rename touch nothing a candidate chose.
+        """
         for pattern in self.task.private_outputs:
             for path in sorted(output_dir.glob(pattern)):
                 target = self.run.private_node_dir(node_id_) / path.relative_to(output_dir)
                 target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(str(path), str(target))
+                os.replace(path, target)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -10,8 +11,9 @@ from typing import Any
 from rlab_core.config import RunConfig
 from rlab_core.edits import read_source
 from rlab_core.errors import ContractError, RlabUserError
-from rlab_core.guard import audit_source, core_audit_patterns
+from rlab_core.guard import audit_code, audit_source, core_audit_patterns
 from rlab_core.journal import Journal, replay
+from rlab_core.outputs import take_outputs
 from rlab_core.plugins import PluginHost
 from rlab_core.report.html import write_report_quietly
 from rlab_core.run_folder import RunFolder
@@ -43,16 +45,25 @@ def finalize(host: PluginHost, run: RunFolder, *, force: bool = False) -> dict[s
     test_primary: float | None = None
     test_error: str | None = None
     test_details: dict[str, Any] = {}
-    try:
-        test_score = task.score(test_outputs, "test")
-        test_metrics, test_primary = test_score.metrics, test_score.primary
-        test_details = test_score.details
-    except ContractError as exc:
-        test_error = str(exc)
+    outputs_mb = config.outputs_mb or task.limits.outputs_mb
+    # scored from a fresh copy taken as data, in a folder no candidate ever saw: a link
+    # left in an older run's outputs is refused, and a plugin writing beside the
+    # predictions writes into this copy only
+    with tempfile.TemporaryDirectory(prefix="final-", dir=run.private_dir) as scratch:
+        try:
+            taken = Path(scratch) / "outputs"
+            take_outputs(test_outputs, taken, max_bytes=int(outputs_mb * 2**20))
+            test_score = task.score(taken, "test")
+            test_metrics, test_primary = test_score.metrics, test_score.primary
+            test_details = test_score.details
+        except ContractError as exc:
+            test_error = str(exc)
 
     hidden = [*task.hidden_paths(), run.private_dir, run.root]
     patterns = [*core_audit_patterns(hidden), *task.audit_patterns()]
-    findings = audit_source(read_source(run.node_src(best.id)), patterns)
+    source = read_source(run.node_src(best.id))
+    # the AST scan's capabilities (aliases, getattr, star imports...) and the text patterns
+    findings = [*audit_code(source), *audit_source(source, patterns)]
 
     facts = task.describe()
     report = {
@@ -76,6 +87,9 @@ def finalize(host: PluginHost, run: RunFolder, *, force: bool = False) -> dict[s
         "code_path": str(run.node_src(best.id)),
         "predictions": str(test_outputs),
         "isolation": info.get("isolation", {}).get("level"),
+        # an explicit opt-in to a level that does not hide private data, said in plain words
+        "private_data_readable": bool(info.get("isolation", {}).get("private_data_readable")),
+        "isolation_warning": info.get("isolation", {}).get("warning"),
         "forced": bool(state.finals),
         "scored_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }

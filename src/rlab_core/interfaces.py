@@ -43,6 +43,18 @@ class CandidateLimits(Record):
     memory_mb: int = Field(default=8192, gt=0, description="Peak resident memory, MiB.")
     max_output_mb: float = Field(default=20.0, gt=0, description="Largest log, MiB.")
     smoke_timeout_s: float = Field(default=120.0, gt=0, description="Limit for --debug runs.")
+    disk_mb: int = Field(
+        default=4096,
+        gt=0,
+        description="Most disk the candidate's working, output and cache folders may hold "
+        "together, MiB; more kills it (killed_by disk).",
+    )
+    outputs_mb: float = Field(
+        default=512.0,
+        gt=0,
+        description="Largest total size of the output files taken after the run, MiB; more "
+        "fails the node.",
+    )
 
 
 class SeedCandidate(Record):
@@ -367,6 +379,16 @@ class SandboxRequest(Record):
     timeout_s: float
     memory_mb: int
     max_output_mb: float
+    disk_mb: int | None = Field(
+        default=None,
+        description="Most disk workdir, output_dir and cache_dir may hold together, MiB "
+        "(allocated blocks, so sparse files count as what they really use); None: no cap.",
+    )
+    outputs_mb: float | None = Field(
+        default=None,
+        description="Largest total size of the outputs a sandbox that moves them (a remote "
+        "worker) hands back, MiB; None: no cap. The harness takes them with the same cap.",
+    )
 
 
 class Sandbox(ABC):

@@ -358,7 +358,7 @@ class ResearchLoop:
 
     def _stop_reason(self, view: Tree) -> str | None:
         if not view.evaluated():
-            return "no seed candidate ran successfully; see the seed nodes' logs (`rlab show`)"
+            return "no seed candidate ran successfully"
         recent = list(view)[-MAX_AGENT_FAILURES_IN_A_ROW:]
         if len(recent) == MAX_AGENT_FAILURES_IN_A_ROW and all(
             n.failure is not None and n.failure.stage == FailureStage.AGENT for n in recent

@@ -119,11 +119,16 @@ class Execution(Record):
     cpu_s: float = 0.0
     peak_memory_mb: float = 0.0
     timed_out: bool = False
-    killed_by: Literal["timeout", "memory", "output", "signal", "cancelled"] | None = None
+    killed_by: Literal["timeout", "memory", "output", "disk", "signal", "cancelled"] | None = None
     log_tail: str = ""
     log_bytes: int = 0
     start_overhead_s: float = Field(default=0.0, description="Sandbox setup before the candidate.")
     isolation: str = "none"
+    output_problem: str | None = Field(
+        default=None,
+        description="Why the sandbox could not hand the outputs back as data (a link, a fifo, "
+        "too large); the node then fails at the contract stage with this sentence.",
+    )
 
     @property
     def ok(self) -> bool:

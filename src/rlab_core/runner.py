@@ -20,6 +20,7 @@ from rlab_core.interfaces import Agent, PreparedTask, Sandbox, Strategy
 from rlab_core.journal import Journal, RunState, replay
 from rlab_core.loop import EventSink, ResearchLoop
 from rlab_core.models import Node
+from rlab_core.outputs import OutputsRefused, take_outputs
 from rlab_core.plugins import PluginHost
 from rlab_core.report.html import write_report_quietly
 from rlab_core.run_folder import RunFolder, cache_home
@@ -111,6 +112,25 @@ def _make_parts(host: PluginHost, config: RunConfig, task_name: str) -> _Parts:
     return _Parts(task=task, agent=agent, strategy=strategy, sandbox=sandbox)
 
 
+def isolation_record(sandbox: Sandbox) -> dict[str, Any]:
+    """The sandbox's isolation facts as recorded in ``run.json``, warning included.
+
+    A sandbox that does not say it hides private paths is recorded as one that does not:
+    the record then says in plain words that candidates could read private data.
+    """
+    details = dict(sandbox.isolation_details())
+    if details.get("hidden_paths") is not True:
+        details["hidden_paths"] = False
+        details["private_data_readable"] = True
+        details.setdefault(
+            "warning",
+            f"Candidates ran at isolation '{details.get('level', sandbox.isolation_level())}', "
+            "which does not hide private data: they could read the test labels, the run "
+            "folder and this user's files.",
+        )
+    return details
+
+
 def _run_json(host: PluginHost, config: RunConfig, task_name: str, parts: _Parts) -> dict[str, Any]:
     return {
         "task": task_name,
@@ -119,7 +139,7 @@ def _run_json(host: PluginHost, config: RunConfig, task_name: str, parts: _Parts
         "agent": resolve_agent_name(host, config.agent),
         "primary_metric": parts.task.primary_metric,
         "higher_is_better": parts.task.higher_is_better,
-        "isolation": parts.sandbox.isolation_details(),
+        "isolation": isolation_record(parts.sandbox),
         "versions": {"rlab-core": __version__, "python": sys.version.split()[0], **host.versions()},
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
         "task_facts": {**parts.task.describe(), "baselines": parts.task.reference_baselines()},
@@ -143,6 +163,7 @@ def start_run(host: PluginHost, config: RunConfig, on_event: EventSink | None = 
         primary_metric=parts.task.primary_metric,
         higher_is_better=parts.task.higher_is_better,
         isolation=parts.sandbox.isolation_level(),
+        isolation_warning=info["isolation"].get("warning"),
     )
     return _search(loop, run, parts)
 
@@ -175,6 +196,7 @@ def resume_run(
         abandoned=state.in_flight,
         torn_tail=state.torn_tail,
         isolation=parts.sandbox.isolation_level(),
+        isolation_warning=isolation_record(parts.sandbox).get("warning"),
     )
     state.in_flight = []
     return _search(loop, run, parts)
@@ -200,7 +222,8 @@ def _search(loop: ResearchLoop, run: RunFolder, parts: _Parts) -> RunOutcome:
         reason = loop.run_search()
         best = loop.tree.best()
         if best is not None:
-            export_best(run, parts.task, best)
+            outputs_mb = loop.config.outputs_mb or parts.task.limits.outputs_mb
+            export_best(run, parts.task, best, outputs_mb=outputs_mb)
             loop.emit("best_exported", node_id=best.id)
     finally:
         loop.journal.close()
@@ -218,15 +241,27 @@ def _search(loop: ResearchLoop, run: RunFolder, parts: _Parts) -> RunOutcome:
     )
 
 
-def export_best(run: RunFolder, task: PreparedTask, best: Node) -> Path:
-    """Write ``best/``: the winner's source, validation outputs, submission and manifest."""
+def export_best(run: RunFolder, task: PreparedTask, best: Node, *, outputs_mb: float) -> Path:
+    """Write ``best/``: the winner's source, validation outputs, submission and manifest.
+
+    The artifacts are taken again, as data, from the node's harness-owned outputs, so even
+    a run folder from before outputs were taken this way never exports a link.
+    """
     staging = run.root / "best.partial"
     shutil.rmtree(staging, ignore_errors=True)
     copy_source(run.node_src(best.id), staging / "src")
-    outputs = run.node_dir(best.id) / "outputs"
-    if outputs.is_dir():
-        shutil.copytree(outputs, staging / "artifacts")
-    submission = task.write_submission(outputs, run.private_node_dir(best.id), staging)
+    refused: str | None = None
+    try:
+        take_outputs(
+            run.node_dir(best.id) / "outputs",
+            staging / "artifacts",
+            max_bytes=int(outputs_mb * 2**20),
+        )
+    except OutputsRefused as exc:
+        refused = str(exc)
+    submission = task.write_submission(
+        staging / "artifacts", run.private_node_dir(best.id), staging
+    )
     manifest = {
         "node": best.id,
         "hypothesis": best.hypothesis,
@@ -235,6 +270,7 @@ def export_best(run: RunFolder, task: PreparedTask, best: Node) -> Path:
         "val_metrics": best.score.metrics if best.score else {},
         "selected_by": "validation",
         "submission": submission.name if submission else None,
+        "artifacts_refused": refused,
         "exported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     (staging / "manifest.json").write_text(json.dumps(manifest, indent=2))

@@ -339,3 +339,20 @@ def test_jail_hides_raw_data_and_private_labels(
         f"private labels were readable ({result['labels']} bytes)"
     )
     assert raw.stat().st_size > 0 and labels.stat().st_size > 0  # they do exist outside the jail
+
+
+def test_a_forging_seed_fails_and_scores_nothing(task: FlightsDelayTask, tmp_path: Path) -> None:
+    """Links named like the predictions, to the private labels, fail the seed: never a 1.0."""
+    from rlab_core.plugins import PluginHost
+    from rlab_core.testing.forgery import check_forging_run
+
+    labels = {split: task.private / f"{split}_labels.npy" for split in ("val", "test")}
+    assert all(path.is_file() for path in labels.values())
+    outcome = check_forging_run(
+        PluginHost(),
+        "example:flights-delay",
+        {f"{split}_predictions.npy": path for split, path in labels.items()},
+        tmp_path,
+        benchmark_options=SMALL,
+    )
+    assert outcome.stop_reason.startswith("no seed candidate ran successfully")

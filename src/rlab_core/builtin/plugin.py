@@ -57,7 +57,8 @@ def rlab_register_sandboxes():
     return [
         SandboxInfo(
             "local",
-            "Local process group; bubblewrap jail (no network, hidden paths) when available.",
+            "Local process group in the strongest jail that hides private paths (bubblewrap, "
+            "else unshare); refuses without one.",
             _local,
             LocalSandboxConfig,
         ),

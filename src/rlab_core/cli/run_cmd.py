@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from rlab_core.cli.common import console, make_host, user_errors
+from rlab_core.cli.common import console, err_console, make_host, user_errors
 from rlab_core.config import build_run_config, parse_overrides
 from rlab_core.journal import replay
 from rlab_core.report.html import REPORT_NAME
@@ -20,12 +20,21 @@ def register(app: typer.Typer) -> None:
     app.command("resume")(resume)
 
 
+#: Exit code of a run that finished but evaluated no node (every seed failed).
+NOTHING_EVALUATED = 3
+
+
 def _summary(outcome: RunOutcome) -> None:
     best = outcome.best
     console.print(f"[bold]run folder:[/] {outcome.run.root}")
     if best is None or best.score is None:
-        console.print("[red]no node was evaluated[/]")
-        return
+        # a run that achieved nothing must not look like success to a script or CI
+        err_console.print(
+            f"[bold red]no node was evaluated:[/] {outcome.stop_reason}; each node's "
+            f"failure and log are in {outcome.run.nodes_dir}/<id>/ (result.json, log.txt).",
+            soft_wrap=True,
+        )
+        raise typer.Exit(code=NOTHING_EVALUATED)
     seeds = [s for s in outcome.seeds if s.score is not None]
     line = f"[bold]best:[/] {best.id}  {best.score.primary_metric} = {best.score.primary:.5f}"
     if seeds:

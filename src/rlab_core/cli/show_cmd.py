@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from rlab_core.cli.common import console, user_errors
 from rlab_core.journal import replay
@@ -46,9 +47,10 @@ def show(
     console.print(
         f"[bold]run[/] {run.run_id}   task [cyan]{info.get('task')}[/]   agent {info.get('agent')}"
     )
-    console.print(
-        f"isolation: [{style}]{level}[/]  ({', '.join(f'{k}={v}' for k, v in isolation.items() if k != 'level')})"
-    )
+    facts = ", ".join(f"{k}={v}" for k, v in isolation.items() if k not in ("level", "warning"))
+    console.print(f"isolation: [{style}]{level}[/]  ({escape(facts)})")
+    if isolation.get("warning"):
+        console.print(f"[bold red]WARNING: {escape(isolation['warning'])}[/]", soft_wrap=True)
     progress = f"{state.tree.iterations_used()} iterations, {len(state.tree)} nodes, {state.elapsed_s:.0f}s"
     console.print(
         f"stop reason: {state.stop_reason or '[yellow]not stopped (running or killed)[/]'}   ({progress})"

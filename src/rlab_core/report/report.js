@@ -78,6 +78,11 @@
     $("run-title").textContent = (r.task || r.id) + " — " + r.id;
     $("run-sub").textContent = [metric + (higher ? " ↑ higher is better" : " ↓ lower is better"),
       "agent " + (r.agent || "?"), "strategy " + (r.strategy || "?"), r.created || ""].filter(Boolean).join("  ·  ");
+    var iso = D.isolation || {};
+    if (iso.warning) {
+      var sub = $("run-sub");
+      sub.parentNode.appendChild(h("div", { class: "bad warning", text: "WARNING: " + iso.warning }));
+    }
     var st = $("run-state");
     st.textContent = D.status.stopped ? "stopped" : "in progress";
     st.className = "pill " + (D.status.stopped ? "done" : "live");
@@ -329,6 +334,7 @@
       h("p", { text: D.status.stop_reason || "not stopped: the run is in progress (or was killed; `rlab resume` continues it)" }),
       D.status.in_flight.length ? h("p", { class: "bad", text: "running now: " + D.status.in_flight.join(", ") }) : null,
       h("h3", { text: "Isolation" }),
+      iso.warning ? h("p", { class: "bad", text: iso.warning }) : null,
       kv(Object.keys(iso).map(function (k) { return [k, String(iso[k])]; }))]));
     var run = D.run, cfg = D.config;
     facts.appendChild(h("div", {}, [h("h3", { text: "Run" }), kv([["agent", run.agent || "?"], ["strategy", run.strategy || "?"],

@@ -35,6 +35,13 @@ class ProgressPrinter:
         self.best: float | None = None
         self.higher = True
 
+    def _warn(self, event: dict[str, Any]) -> None:
+        """Say loudly when candidates can read private data (an explicit opt-in)."""
+        if event.get("isolation_warning"):
+            self.console.print(
+                f"[bold red]WARNING: {escape(event['isolation_warning'])}[/]", soft_wrap=True
+            )
+
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event["type"]
         if kind == "run_started":
@@ -44,16 +51,13 @@ class ProgressPrinter:
                 f"{event['primary_metric']} ({'higher' if self.higher else 'lower'} is better)  "
                 f"isolation [bold]{event['isolation']}[/]"
             )
-            if event["isolation"] == "none":
-                self.console.print(
-                    "[bold red]WARNING: candidates run WITHOUT isolation (network and files open); "
-                    "install bubblewrap (apt-get install bubblewrap) to jail them.[/]"
-                )
+            self._warn(event)
         elif kind == "run_resumed":
             self.console.print(
                 f"[bold]resumed[/] with {event['nodes']} completed nodes; abandoned: "
                 f"{', '.join(event['abandoned']) or 'none'}; isolation [bold]{event['isolation']}[/]"
             )
+            self._warn(event)
         elif kind == "node_finished":
             self._node(Node.model_validate(event["node"]))
         elif kind == "branch_closed":

@@ -28,7 +28,6 @@ from rlab_mle.options import MleOptions
 
 SEEDS = Path(__file__).parent / "seeds"
 OUTPUTS = {"val": "val_predictions.csv", "test": "submission.csv"}
-REPORT = "grading_report.json"
 
 
 class MleTask(PreparedTask):
@@ -152,9 +151,12 @@ class MleTask(PreparedTask):
         )
 
     def _grade_test(self, output_dir: Path) -> Score:
-        """The one test grading (``rlab final``): mle-bench's report, kept beside the predictions."""
+        """The one test grading (``rlab final``): mle-bench's report, returned in the details.
+
+        Nothing is written beside the predictions: ``rlab final`` records the report in
+        ``final_report.json`` (``test_details.grading_report``).
+        """
         report, reason = grading.grade_report(output_dir / OUTPUTS["test"], self.competition)
-        (output_dir / REPORT).write_text(json.dumps(report, indent=2))
         if report["score"] is None:
             raise ContractError(f"the test submission is invalid: {reason}")
         numbers = {

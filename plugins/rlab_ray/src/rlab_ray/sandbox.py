@@ -183,6 +183,8 @@ class RaySandbox(Sandbox):
             max_output_mb=request.max_output_mb,
             isolation=self.options.isolation,
             python=self.options.python,
+            disk_mb=request.disk_mb,
+            outputs_mb=request.outputs_mb,
         )
         notes = [f"[rlab-ray] not sent to the worker (not regular files): {', '.join(skipped)}"]
         notes = notes if skipped else []
@@ -208,6 +210,10 @@ class RaySandbox(Sandbox):
                 notes.append(note)
                 continue
             except rx.TaskCancelledError:
+                notes.append("[rlab-ray] cancelled while it ran")
+                break
+            if self._cancelled.is_set() and not result.execution.ok:
+                # the cancel killed the candidate a moment before its worker: same outcome
                 notes.append("[rlab-ray] cancelled while it ran")
                 break
             return self._finish(request, result, notes, start)
@@ -249,14 +255,9 @@ class RaySandbox(Sandbox):
     def _finish(
         self, request: SandboxRequest, result: WorkerResult, notes: list[str], start: float
     ) -> Execution:
-        unpack_folder(result.outputs, request.output_dir)
-        body = result.log
-        if result.skipped_outputs:
-            names = ", ".join(result.skipped_outputs)
-            body += (
-                f"\n[rlab-ray] outputs left on the worker (not regular files): {names}\n".encode()
-            )
-        added = self._write_log(request, notes, body)
+        if result.outputs:
+            unpack_folder(result.outputs, request.output_dir)
+        added = self._write_log(request, notes, result.log)
         execution = result.execution
         total = time.perf_counter() - start
         return execution.model_copy(

@@ -13,13 +13,14 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rlab_core.builtin.local_sandbox import LocalSandbox, LocalSandboxConfig
 from rlab_core.interfaces import SandboxRequest
 from rlab_core.models import Execution
+from rlab_core.outputs import OutputsRefused, take_outputs
 from rlab_ray.transfer import (
     Fingerprint,
     data_fingerprint,
@@ -30,17 +31,6 @@ from rlab_ray.transfer import (
 
 #: The Ray task name: worker processes running a candidate show it as ``ray::rlab-candidate``.
 TASK_NAME = "rlab-candidate"
-
-#: Started in front of the candidate where there is no bubblewrap (whose --die-with-parent
-#: does the same): the candidate gets SIGKILL when the Ray worker that started it dies, so a
-#: lost worker leaves no orphan running on the node.
-ORPHAN_GUARD = (
-    "import ctypes, os, signal, sys\n"
-    "ctypes.CDLL(None).prctl(1, signal.SIGKILL)\n"  # PR_SET_PDEATHSIG
-    "if os.getppid() != int(sys.argv[1]):\n"
-    "    os._exit(137)\n"  # the worker died before the guard was armed
-    "os.execvp(sys.argv[2], sys.argv[2:])\n"
-)
 
 
 class NotVisibleError(Exception):
@@ -65,6 +55,8 @@ class WorkerJob:
     max_output_mb: float
     isolation: str = "auto"
     python: str | None = None
+    disk_mb: int | None = None
+    outputs_mb: float | None = None
 
 
 @dataclass(frozen=True)
@@ -77,7 +69,6 @@ class WorkerResult:
     node_ip: str
     node_id: str
     worker_pid: int
-    skipped_outputs: list[str] = field(default_factory=list)
 
 
 _sandboxes: dict[tuple[str, str | None], LocalSandbox] = {}
@@ -137,6 +128,10 @@ def _check_shared(job: WorkerJob, node_ip: str) -> None:
         )
 
 
+def _cap_bytes(outputs_mb: float | None) -> int:
+    return int(outputs_mb * 2**20) if outputs_mb is not None else 2**62
+
+
 def run_job(job: WorkerJob) -> WorkerResult:
     """Run one candidate on this worker in its local jail and pack what came of it."""
     node_ip, node_id = _where()
@@ -148,9 +143,10 @@ def run_job(job: WorkerJob) -> WorkerResult:
         unpack_folder(job.source, work)
         out.mkdir()
         env = relocate_env(job.env, {job.workdir: str(work), job.output_dir: str(out)})
+        # no guard of our own: at every level the local sandbox kills the candidate when the
+        # process that started it (this worker) dies (bubblewrap's --die-with-parent, the
+        # jail launcher's parent-death signal at netns and none)
         command = list(job.command)
-        if sandbox.isolation_level() != "bubblewrap":
-            command = ["python", "-S", "-c", ORPHAN_GUARD, str(os.getpid()), *command]
         execution = sandbox.run(
             SandboxRequest(
                 workdir=work,
@@ -164,18 +160,27 @@ def run_job(job: WorkerJob) -> WorkerResult:
                 timeout_s=job.timeout_s,
                 memory_mb=job.memory_mb,
                 max_output_mb=job.max_output_mb,
+                disk_mb=job.disk_mb,
             )
         )
-        execution = execution.model_copy(update={"command": execution.command[-len(job.command) :]})
-        outputs, skipped = pack_folder(out)
+        update: dict[str, Any] = {"command": execution.command[-len(job.command) :]}
+        outputs = b""
+        if execution.ok:
+            # taken as data here, on the worker, before anything crosses the wire: a link
+            # the candidate planted would otherwise be read on the worker and shipped as a file
+            taken = root / "taken"
+            try:
+                take_outputs(out, taken, max_bytes=_cap_bytes(job.outputs_mb))
+                outputs, _ = pack_folder(taken)
+            except OutputsRefused as exc:
+                update["output_problem"] = str(exc)
         return WorkerResult(
-            execution=execution,
+            execution=execution.model_copy(update=update),
             log=log.read_bytes() if log.exists() else b"",
             outputs=outputs,
             node_ip=node_ip,
             node_id=node_id,
             worker_pid=os.getpid(),
-            skipped_outputs=skipped,
         )
     finally:
         shutil.rmtree(root, ignore_errors=True)
