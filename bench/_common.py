@@ -26,8 +26,8 @@ import noop_plugin
 
 from rlab_core.config import RunConfig
 from rlab_core.journal import read_events
-from rlab_core.models import Node, NodeKind
 from rlab_core.plugins import PluginHost
+from rlab_core.records import Node, NodeKind
 from rlab_core.runner import RunOutcome, start_run
 
 EventSink = Callable[[dict[str, Any]], None]

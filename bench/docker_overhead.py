@@ -17,7 +17,7 @@ from pathlib import Path
 from _common import bare_python, bench_workspace, median, percentile, process_start_s, verdict
 
 from rlab_core.errors import SandboxUnavailableError
-from rlab_core.interfaces import SandboxRequest
+from rlab_core.task_records import SandboxRequest
 
 TARGET_S = 1.5
 

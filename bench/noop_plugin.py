@@ -12,19 +12,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from rlab_core.agent_context import AgentContext
 from rlab_core.errors import AgentError, ContractError, UnknownNameError
 from rlab_core.hookspecs import AgentInfo, BenchmarkInfo, hookimpl
-from rlab_core.interfaces import (
-    Agent,
-    AgentContext,
-    Benchmark,
-    CandidateLimits,
-    PreparedTask,
-    SeedCandidate,
-    Split,
-    TaskListing,
-)
-from rlab_core.models import Edit, Proposal, Score
+from rlab_core.interfaces import Agent, Benchmark, PreparedTask, Split
+from rlab_core.records import Edit, Proposal, Score
+from rlab_core.task_records import CandidateLimits, SeedCandidate, TaskListing
 
 BENCHMARK = "noop"
 TASK = "tick"

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from _common import bench_workspace, median, percentile
 
-from rlab_core.interfaces import Sandbox, SandboxRequest
+from rlab_core.interfaces import Sandbox
+from rlab_core.task_records import SandboxRequest
 
 
 def _request(root: Path, index: int) -> SandboxRequest:

@@ -28,7 +28,7 @@ from _common import bench_workspace, median, verdict
 
 from rlab_core.edits import unified_diff
 from rlab_core.journal import Journal, node_id, read_events, replay
-from rlab_core.models import (
+from rlab_core.records import (
     Edit,
     Execution,
     Failure,

@@ -95,11 +95,11 @@ def test_run_show_and_final_through_the_cli(tmp_path):
         (["run", "toy:line", "-d", "gpt"], "Unknown agent 'gpt'; available:"),
         (
             ["run", "toy:line", "--strategy", "mcts"],
-            "Unknown strategy 'mcts'; available: best-first, tree.",
+            "Unknown strategy 'mcts'; available: best-first, tree; install the plugin",
         ),
         (
             ["run", "toy:line", "--sandbox", "k8s"],
-            "Unknown sandbox 'k8s'; available: docker, local, ray.",
+            "Unknown sandbox 'k8s'; available: docker, local, ray; install the plugin",
         ),
         (["run", "toy:line", "-m", "turbo"], "Unknown mode 'turbo'"),
         (

@@ -24,7 +24,7 @@ from rlab_core.builtin import docker_daemon
 from rlab_core.builtin.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from rlab_core.errors import SandboxUnavailableError
 from rlab_core.journal import replay
-from rlab_core.models import NodeKind, NodeStatus
+from rlab_core.records import NodeKind, NodeStatus
 from rlab_core.testing import check_sandbox
 from rlab_core.testing.conformance import _request
 

@@ -6,7 +6,7 @@ import pytest
 
 from rlab_core.edits import apply_edit, apply_edits, apply_rewrite, check_boundary, unified_diff
 from rlab_core.errors import EditError
-from rlab_core.models import Edit
+from rlab_core.records import Edit
 
 SOURCE = {
     "main.py": "import numpy as np\n\nLR = 0.1\nDEPTH = 3\n\ndef fit():\n    return LR * DEPTH\n",

@@ -19,7 +19,7 @@ from rlab_core.guard import (
     core_audit_patterns,
     is_secret_name,
 )
-from rlab_core.interfaces import AuditPattern
+from rlab_core.task_records import AuditPattern
 
 ROOT = Path(__file__).resolve().parents[1]
 PARENT = {"main.py": "import numpy as np\nmodel.eval()\n"}

@@ -13,7 +13,7 @@ from rlab_core.builtin import jail
 from rlab_core.builtin.jail_netns import find_netns
 from rlab_core.builtin.local_sandbox import LocalSandbox, LocalSandboxConfig
 from rlab_core.journal import replay
-from rlab_core.models import NodeKind
+from rlab_core.records import NodeKind
 from rlab_core.testing import check_sandbox
 
 needs_bwrap = pytest.mark.skipif(

@@ -6,7 +6,7 @@ import pytest
 
 from rlab_core.errors import RunFolderError
 from rlab_core.journal import Journal, read_events, replay
-from rlab_core.models import Node, NodeKind, NodeStatus, Score
+from rlab_core.records import Node, NodeKind, NodeStatus, Score
 
 
 def _node(i: int, parent: str | None, primary: float | None) -> dict:

@@ -10,7 +10,7 @@ from conftest import edit, extra
 from rlab_core.errors import AgentAuthError
 from rlab_core.hookspecs import hookimpl
 from rlab_core.journal import read_events, replay
-from rlab_core.models import FailureStage, NodeKind, NodeStatus
+from rlab_core.records import FailureStage, NodeKind, NodeStatus
 
 SLOPE_2 = {
     "hypothesis": "Slope 2 is closer to the data.",

@@ -18,8 +18,8 @@ from toy import plugin as toy_plugin
 
 from rlab_core.config import RunConfig
 from rlab_core.journal import replay
-from rlab_core.models import NodeKind, NodeStatus
 from rlab_core.plugins import PluginHost
+from rlab_core.records import NodeKind, NodeStatus
 from rlab_core.run_folder import RunFolder
 from rlab_core.runner import RunOutcome, resume_run, start_run
 

@@ -67,11 +67,31 @@ def test_a_plugin_whose_hook_raises_is_isolated_unless_strict():
 
 def test_unknown_names_list_what_exists_and_where_known_ones_come_from(plugin_host):
     with pytest.raises(
-        UnknownNameError, match=r"Unknown strategy 'greedy'; available: best-first, tree\."
+        UnknownNameError, match=r"Unknown strategy 'greedy'; available: best-first, tree; "
     ):
         plugin_host.get("strategies", "greedy")
-    with pytest.raises(UnknownNameError, match="rlab-relbench"):
+    # the core keeps no table of plugins: it says how to find out, not who provides what
+    with pytest.raises(
+        UnknownNameError, match=r"install the plugin that provides it \(`rlab plugins`"
+    ):
         plugin_host.get("benchmarks", "relbench")
+
+
+class _MisspelledHook:
+    @hookimpl
+    def rlab_register_benchmark(self):  # singular: no such hook
+        return []
+
+
+def test_a_plugin_implementing_an_unknown_hook_fails_alone_unless_strict():
+    host = PluginHost(use_entry_points=False, strict=False)
+    host.register(_MisspelledHook(), name="typo")
+    assert host.records["typo"].status == "failed"
+    assert "rlab_register_benchmark" in (host.records["typo"].error or "")
+    assert "local" in host.available("sandboxes")  # the rest still works
+    strict = PluginHost(use_entry_points=False, strict=True)
+    with pytest.raises(PluginError, match=r"Plugin 'typo'.*defines no such hook"):
+        strict.register(_MisspelledHook(), name="typo")
 
 
 def test_options_are_validated_by_the_plugins_own_model(plugin_host):

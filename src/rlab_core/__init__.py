@@ -1,7 +1,7 @@
 """rlab core: the research loop, its contracts and the plugin host.
 
 Public API for plugin authors lives in :mod:`rlab_core.interfaces` (contracts),
-:mod:`rlab_core.models` (records), :mod:`rlab_core.hookspecs` (hooks and ``*Info``
+:mod:`rlab_core.records` (records), :mod:`rlab_core.hookspecs` (hooks and ``*Info``
 records) and :mod:`rlab_core.errors` (exceptions a plugin may raise).
 """
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from rlab_core.agent_context import BudgetProgress
 from rlab_core.config import RunConfig
-from rlab_core.interfaces import BudgetProgress
 from rlab_core.tree import Tree
 
 

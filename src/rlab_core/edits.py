@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from rlab_core.errors import EditError
-from rlab_core.models import Edit
+from rlab_core.records import Edit
 
 #: Folders and files never treated as candidate source.
 IGNORED_PARTS = {"__pycache__", ".git", ".ipynb_checkpoints", ".rlab"}

@@ -54,7 +54,7 @@ class AgentError(Exception):
     """An agent could not produce a proposal (backend unreachable, reply unusable after retries).
 
     The loop records the failure on the node and goes on. ``usage`` (a
-    :class:`~rlab_core.models.Usage`) is what the failed attempt spent; it counts
+    :class:`~rlab_core.records.Usage`) is what the failed attempt spent; it counts
     against the run's token and cost budgets.
     """
 

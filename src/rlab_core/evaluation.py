@@ -17,10 +17,11 @@ from rlab_core.config import RunConfig
 from rlab_core.edits import copy_source
 from rlab_core.errors import ContractError
 from rlab_core.guard import candidate_environment
-from rlab_core.interfaces import PreparedTask, Sandbox, SandboxRequest
-from rlab_core.models import Execution, Failure, FailureStage, Score, Timing
+from rlab_core.interfaces import PreparedTask, Sandbox
 from rlab_core.outputs import take_outputs
+from rlab_core.records import Execution, Failure, FailureStage, Score, Timing
 from rlab_core.run_folder import RunFolder
+from rlab_core.task_records import SandboxRequest
 
 THREAD_VARIABLES = (
     "OMP_NUM_THREADS",
@@ -121,6 +122,7 @@ class CandidateEvaluator:
             timeout_s=self.task.limits.smoke_timeout_s if smoke else self.timeout_s,
             memory_mb=self.memory_mb,
             max_output_mb=self.max_output_mb,
+            threads=self.threads,
             disk_mb=self.disk_mb,
             outputs_mb=self.outputs_mb,
         )

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from rlab_core.code_scan import scan_python
 from rlab_core.errors import GuardRefusal
-from rlab_core.interfaces import AuditPattern
+from rlab_core.task_records import AuditPattern
 
 #: Text patterns per capability label, for files the AST scan does not read (non-Python
 #: files, Python that does not parse) and for the line audit. Same labels as the scan.

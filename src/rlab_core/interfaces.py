@@ -1,8 +1,10 @@
 """The runtime contracts of the four extension points.
 
-Each kind is an abstract base class; its docstrings are the reference, including the
-exceptions a method may raise. Implementations are constructed with their own validated
-``Config`` model instance (see :mod:`rlab_core.hookspecs`).
+Each kind is an abstract base class, generic over its options model: an implementation
+declares ``class MyBenchmark(Benchmark[MyOptions])`` and receives its validated options as
+``self.config`` (typed, no cast). Docstrings are the reference, including the exceptions a
+method may raise. The records they exchange live in :mod:`rlab_core.records`,
+:mod:`rlab_core.task_records` and :mod:`rlab_core.agent_context`.
 """
 
 from __future__ import annotations
@@ -12,85 +14,37 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
-from rlab_core.models import Edit, Execution, NodeKind, Proposal, Record, Score
-
-if TYPE_CHECKING:
-    from rlab_core.tree import Tree
+from rlab_core.agent_context import AgentContext, BudgetProgress, RepairContext
+from rlab_core.records import Execution, Proposal, Score
+from rlab_core.task_records import (
+    AuditPattern,
+    CandidateLimits,
+    PlaybookMove,
+    SandboxRequest,
+    SeedCandidate,
+    TaskListing,
+)
+from rlab_core.tree import Tree
 
 Split = Literal["val", "test"]
+#: The options model of an implementation.
+C = TypeVar("C", bound=BaseModel)
 
 
 # --------------------------------------------------------------------------- benchmarks
 
 
-class TaskListing(Record):
-    """One line of ``rlab list tasks BENCHMARK``."""
-
-    name: str = Field(description="Full name, BENCHMARK:TASK.")
-    summary: str
-    available: bool = Field(description="True when it can be prepared offline right now.")
-    note: str = ""
-
-
-class CandidateLimits(Record):
-    """Resource limits for one candidate run."""
-
-    timeout_s: float = Field(default=600.0, gt=0, description="Wall-clock limit, seconds.")
-    memory_mb: int = Field(default=8192, gt=0, description="Peak resident memory, MiB.")
-    max_output_mb: float = Field(default=20.0, gt=0, description="Largest log, MiB.")
-    smoke_timeout_s: float = Field(default=120.0, gt=0, description="Limit for --debug runs.")
-    disk_mb: int = Field(
-        default=4096,
-        gt=0,
-        description="Most disk the candidate's working, output and cache folders may hold "
-        "together, MiB; more kills it (killed_by disk).",
-    )
-    outputs_mb: float = Field(
-        default=512.0,
-        gt=0,
-        description="Largest total size of the output files taken after the run, MiB; more "
-        "fails the node.",
-    )
-
-
-class SeedCandidate(Record):
-    """A runnable starting program shipped by a task."""
-
-    name: str
-    path: Path
-    description: str = ""
-
-
-class PlaybookMove(Record):
-    """A prepared, real change a task offers to the offline playbook agent."""
-
-    id: str
-    hypothesis: str
-    edits: list[Edit]
-    family: str = "general"
-    rank: int = Field(default=100, description="Prior rank: lower is tried first.")
-    fix: list[Edit] | None = Field(default=None, description="Edits that repair this move.")
-    requires: list[str] = Field(default_factory=list, description="Moves that must be in lineage.")
-
-
-class AuditPattern(Record):
-    """A regular expression that the final audit flags in the chosen node's code."""
-
-    pattern: str
-    reason: str
-
-
-class Benchmark(ABC):
+class Benchmark(ABC, Generic[C]):
     """A family of tasks.
 
     Construction must be cheap and import nothing heavy; do heavy imports in ``prepare``.
     """
 
-    def __init__(self, config: BaseModel) -> None:
+    def __init__(self, config: C) -> None:
         self.config = config
 
     @abstractmethod
@@ -197,84 +151,7 @@ class PreparedTask(ABC):
 # --------------------------------------------------------------------------- agents
 
 
-class NodeSummary(Record):
-    """What an agent may know of one node: never a test-side number."""
-
-    id: str
-    parent_id: str | None
-    kind: NodeKind
-    status: str
-    hypothesis: str
-    move_id: str | None = None
-    diff: str = ""
-    primary: float | None = None
-    metrics: dict[str, float] = Field(default_factory=dict)
-    improved_on_parent: bool = False
-    failure: str | None = None
-    repair_of: str | None = None
-
-
-class BudgetProgress(Record):
-    """How much of each budget a run has used."""
-
-    iterations_used: int = 0
-    iterations_max: int | None = None
-    elapsed_s: float = 0.0
-    time_budget_s: float | None = None
-    tokens_used: int = 0
-    max_tokens: int | None = None
-    cost_used: float = 0.0
-    max_cost: float | None = None
-
-    @property
-    def fraction(self) -> float:
-        """The largest used share of any bounded budget, in [0, 1]."""
-        shares = [0.0]
-        if self.iterations_max:
-            shares.append(self.iterations_used / self.iterations_max)
-        if self.time_budget_s:
-            shares.append(self.elapsed_s / self.time_budget_s)
-        if self.max_tokens:
-            shares.append(self.tokens_used / self.max_tokens)
-        if self.max_cost:
-            shares.append(self.cost_used / self.max_cost)
-        return min(1.0, max(shares))
-
-    @property
-    def phase(self) -> str:
-        """``explore`` early, ``improve`` in the middle, ``finalize`` near the end."""
-        f = self.fraction
-        return "explore" if f < 1 / 3 else "improve" if f < 0.75 else "finalize"
-
-
-class AgentContext(Record):
-    """Everything an agent sees when asked for one hypothesis."""
-
-    task: str
-    problem: str
-    primary_metric: str
-    higher_is_better: bool
-    parent: NodeSummary
-    parent_source: dict[str, str]
-    tree: list[NodeSummary] = Field(description="Every node so far, oldest first.")
-    progress: BudgetProgress
-    editable_files: list[str]
-    playbook: list[PlaybookMove] = Field(default_factory=list)
-    seed: int = 0
-    step: Literal["draft", "improve"] = "improve"
-    stage: str = Field(default="full", description="RLAB_STAGE the child will run in.")
-
-
-class RepairContext(AgentContext):
-    """An :class:`AgentContext` for repairing ``failed`` (the parent is the failed node)."""
-
-    original_hypothesis: str
-    error: str
-    log_tail: str = ""
-    attempt: int = 1
-
-
-class Agent(ABC):
+class Agent(ABC, Generic[C]):
     """Proposes one hypothesis and its edits for a parent, and repairs failed nodes.
 
     With ``--workers N`` the loop keeps up to N candidates running. An agent whose
@@ -286,7 +163,7 @@ class Agent(ABC):
     #: True when ``propose`` and ``repair`` may run in several threads at once.
     concurrent_calls: bool = False
 
-    def __init__(self, config: BaseModel) -> None:
+    def __init__(self, config: C) -> None:
         self.config = config
 
     @abstractmethod
@@ -302,7 +179,7 @@ class Agent(ABC):
         """Return a fix for the failed node, or ``None`` when this agent cannot repair."""
         return None
 
-    def close(self) -> None:  # noqa: B027 - optional hook
+    def close(self) -> None:
         """Release clients and servers."""
 
 
@@ -331,26 +208,30 @@ class StopRules:
 class StrategyState:
     """What a strategy is told each time it is asked.
 
-    ``tree`` holds the finished nodes this decision may see (see :mod:`rlab_core.parallel`);
-    ``extra`` carries ``exhausted`` (parents the agent has nothing left for), ``running``
-    (parent id → children still being evaluated) and ``running_drafts``.
+    ``tree`` holds the finished nodes this decision may see (see
+    :mod:`rlab_core.scheduling`).
     """
 
     tree: Tree
     progress: BudgetProgress
     rules: StopRules
     rng: random.Random
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: Parents the agent has nothing left for.
+    exhausted: frozenset[str] = frozenset()
+    #: Parent id -> children of it still being evaluated.
+    running: dict[str, int] = field(default_factory=dict)
+    #: Drafts still being evaluated.
+    running_drafts: int = 0
 
 
-class Strategy(ABC):
+class Strategy(ABC, Generic[C]):
     """Chooses which nodes to expand and decides when further search no longer pays.
 
     Failed and ``recovered_failure`` nodes must never be returned as parents. Budgets are
     enforced by the loop; a strategy adds its own stop reasons (convergence, target).
     """
 
-    def __init__(self, config: BaseModel) -> None:
+    def __init__(self, config: C) -> None:
         self.config = config
 
     @abstractmethod
@@ -365,42 +246,16 @@ class Strategy(ABC):
 # --------------------------------------------------------------------------- sandboxes
 
 
-class SandboxRequest(Record):
-    """One candidate run: what to start, where, with which view of the disk."""
-
-    workdir: Path = Field(description="A fresh copy of the node's source; the working directory.")
-    command: list[str]
-    env: dict[str, str]
-    data_dir: Path
-    output_dir: Path
-    cache_dir: Path
-    log_path: Path
-    hidden_paths: list[Path] = Field(default_factory=list)
-    timeout_s: float
-    memory_mb: int
-    max_output_mb: float
-    disk_mb: int | None = Field(
-        default=None,
-        description="Most disk workdir, output_dir and cache_dir may hold together, MiB "
-        "(allocated blocks, so sparse files count as what they really use); None: no cap.",
-    )
-    outputs_mb: float | None = Field(
-        default=None,
-        description="Largest total size of the outputs a sandbox that moves them (a remote "
-        "worker) hands back, MiB; None: no cap. The harness takes them with the same cap.",
-    )
-
-
-class Sandbox(ABC):
+class Sandbox(ABC, Generic[C]):
     """Runs a candidate with limits and isolation and reports what happened.
 
     ``run`` never raises for a candidate's own faults (crash, timeout, memory, output
-    flood): those are recorded in the :class:`~rlab_core.models.Execution`. It raises
+    flood): those are recorded in the :class:`~rlab_core.records.Execution`. It raises
     :class:`~rlab_core.errors.SandboxUnavailableError` only when the sandbox itself cannot
     work here.
     """
 
-    def __init__(self, config: BaseModel) -> None:
+    def __init__(self, config: C) -> None:
         self.config = config
 
     @abstractmethod
@@ -418,12 +273,12 @@ class Sandbox(ABC):
         Must be safe to call from several threads at once (``--workers N``).
         """
 
-    def cancel(self) -> None:  # noqa: B027 - optional hook
+    def cancel(self) -> None:
         """Stop every candidate this sandbox is running now, from any thread.
 
         Called when a run is interrupted; the pending ``run`` calls return promptly with
         the candidate recorded as killed. Sandboxes that cannot cancel may ignore it.
         """
 
-    def close(self) -> None:  # noqa: B027 - optional hook
+    def close(self) -> None:
         """Release containers, clusters or other resources."""

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rlab_core.errors import RunFolderError
-from rlab_core.models import Node
+from rlab_core.records import Node
 from rlab_core.tree import Tree
 
 JOURNAL_NAME = "journal.jsonl"

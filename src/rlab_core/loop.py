@@ -23,6 +23,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
+from rlab_core.agent_context import AgentContext, NodeSummary, RepairContext
 from rlab_core.budget import budget_stop_reason, progress_of
 from rlab_core.config import RunConfig
 from rlab_core.edits import (
@@ -40,10 +41,7 @@ from rlab_core.evaluation import CandidateEvaluator
 from rlab_core.guard import check_new_tokens
 from rlab_core.interfaces import (
     Agent,
-    AgentContext,
-    NodeSummary,
     PreparedTask,
-    RepairContext,
     Sandbox,
     Step,
     StopRules,
@@ -51,7 +49,9 @@ from rlab_core.interfaces import (
     StrategyState,
 )
 from rlab_core.journal import Journal, RunState, node_id
-from rlab_core.models import (
+from rlab_core.parallel import Job, decision_tree
+from rlab_core.plugins import PluginHost
+from rlab_core.records import (
     Execution,
     Failure,
     FailureStage,
@@ -63,8 +63,6 @@ from rlab_core.models import (
     Timing,
     Usage,
 )
-from rlab_core.parallel import Job, decision_tree
-from rlab_core.plugins import PluginHost
 from rlab_core.run_folder import RunFolder
 from rlab_core.tree import Tree
 
@@ -349,11 +347,9 @@ class ResearchLoop:
             progress=self.progress(),
             rules=self.rules,
             rng=random.Random(f"{self.config.seed}:{iteration}"),
-            extra={
-                "exhausted": exhausted,
-                "running": running,
-                "running_drafts": sum(1 for job in pending if job.kind == NodeKind.DRAFT),
-            },
+            exhausted=frozenset(exhausted),
+            running=running,
+            running_drafts=sum(1 for job in pending if job.kind == NodeKind.DRAFT),
         )
 
     def _stop_reason(self, view: Tree) -> str | None:

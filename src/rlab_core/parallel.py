@@ -20,8 +20,9 @@ from __future__ import annotations
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from rlab_core.interfaces import NodeSummary, Step
-from rlab_core.models import NodeKind, Proposal
+from rlab_core.agent_context import NodeSummary
+from rlab_core.interfaces import Step
+from rlab_core.records import NodeKind, Proposal
 from rlab_core.tree import Tree
 
 

@@ -16,9 +16,9 @@ import logging
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from importlib.metadata import EntryPoint, PackageNotFoundError, entry_points, version
+from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 import pluggy
 from pydantic import BaseModel, ValidationError
@@ -34,6 +34,7 @@ from rlab_core.hookspecs import (
     SandboxInfo,
     StrategyInfo,
 )
+from rlab_core.interfaces import Agent, Benchmark, Sandbox, Strategy
 
 log = logging.getLogger(__name__)
 
@@ -55,21 +56,8 @@ _INFO_TYPE = {
     "modes": ModeInfo,
 }
 BUILTIN = "builtin"
-
-#: Which distribution provides a well-known name, for "unknown name" messages.
-KNOWN_PROVIDERS: dict[str, dict[str, str]] = {
-    "benchmarks": {
-        "relbench": "rlab-relbench",
-        "mle": "rlab-mle",
-        "kuairand": "rlab-kuairand",
-        "example": "rlab-example",
-    },
-    "agents": {
-        name: "rlab-agents"
-        for name in ("playbook", "openai", "anthropic", "aider", "claude-code", "codex")
-    },
-    "sandboxes": {"ray": "rlab-ray"},
-}
+InfoT = TypeVar("InfoT", BenchmarkInfo, AgentInfo, StrategyInfo, SandboxInfo, ModeInfo)
+ImplT = TypeVar("ImplT")
 
 
 @dataclass
@@ -86,19 +74,11 @@ class PluginRecord:
 
 
 @dataclass(frozen=True)
-class Registered:
+class Registered(Generic[InfoT]):
     """An ``*Info`` record together with the plugin that registered it."""
 
-    info: Any
+    info: InfoT
     owner: PluginRecord
-
-
-def _installed(distribution: str) -> bool:
-    try:
-        version(distribution)
-    except PackageNotFoundError:
-        return False
-    return True
 
 
 def _env_list(name: str) -> set[str] | None:
@@ -128,6 +108,22 @@ class PluginHost:
             from rlab_core.builtin import plugin as builtin_plugin
 
             self.register(builtin_plugin, name=BUILTIN, distribution="rlab-core")
+        self._check_pending()
+
+    def _check_pending(self) -> None:
+        """A plugin implementing a hook rlab does not define (a typo, an older rlab) fails."""
+        while True:
+            try:
+                self.manager.check_pending()
+                return
+            except pluggy.PluginValidationError as exc:
+                name = self.manager.get_name(exc.plugin)
+                record = self.records.get(name or "")
+                if record is None or name is None:
+                    raise
+                self.manager.unregister(name=name)
+                self._registry = None
+                self._fail(record, f"{exc}; rlab-core {_core_version()} defines no such hook")
 
     # ------------------------------------------------------------------ discovery
 
@@ -187,7 +183,11 @@ class PluginHost:
         log.warning("plugin %s failed to load and is skipped: %s", record.name, error)
 
     def _register_module(self, module: ModuleType | object, record: PluginRecord) -> None:
-        self.manager.register(module, name=record.name)
+        try:
+            self.manager.register(module, name=record.name)
+        except (pluggy.PluginValidationError, ValueError) as exc:
+            self._fail(record, f"{type(exc).__name__}: {exc}")
+            return
         self.records[record.name] = record
         self._registry = None
 
@@ -211,12 +211,13 @@ class PluginHost:
             module=getattr(plugin, "__name__", type(plugin).__name__),
         )
         self._register_module(plugin, record)
+        self._check_pending()
         return record
 
     # ------------------------------------------------------------------ registry
 
-    def _collect(self) -> dict[str, dict[str, Registered]]:
-        registry: dict[str, dict[str, Registered]] = {kind: {} for kind in KINDS}
+    def _collect(self) -> dict[str, dict[str, Registered[Any]]]:
+        registry: dict[str, dict[str, Registered[Any]]] = {kind: {} for kind in KINDS}
         for kind in KINDS:
             hook = getattr(self.manager.hook, _HOOK_OF_KIND[kind])
             for impl in reversed(hook.get_hookimpls()):  # registration order
@@ -252,30 +253,38 @@ class PluginHost:
                 raise TypeError(f"expected {_INFO_TYPE[kind].__name__}, got {type(info).__name__}")
 
     @property
-    def registry(self) -> dict[str, dict[str, Registered]]:
+    def registry(self) -> dict[str, dict[str, Registered[Any]]]:
         if self._registry is None:
             for record in self.records.values():
                 record.provides = {}
             self._registry = self._collect()
         return self._registry
 
-    def available(self, kind: Kind) -> dict[str, Registered]:
+    def available(self, kind: Kind) -> dict[str, Registered[Any]]:
         """Every registered implementation of ``kind`` by name."""
         return dict(sorted(self.registry[kind].items()))
 
-    def get(self, kind: Kind, name: str) -> Registered:
+    def benchmarks(self) -> dict[str, Registered[BenchmarkInfo]]:
+        """Every registered benchmark by name."""
+        return self.available("benchmarks")
+
+    def agents(self) -> dict[str, Registered[AgentInfo]]:
+        """Every registered agent by name."""
+        return self.available("agents")
+
+    def modes(self) -> dict[str, Registered[ModeInfo]]:
+        """Every registered mode by name."""
+        return self.available("modes")
+
+    def get(self, kind: Kind, name: str) -> Registered[Any]:
         """Look up one implementation; an unknown name lists what exists."""
         found = self.registry[kind].get(name)
         if found is not None:
             return found
         singular = SINGULAR[kind]
         have = ", ".join(sorted(self.registry[kind])) or "none installed"
-        hint = ""
-        provider = KNOWN_PROVIDERS.get(kind, {}).get(name)
-        if provider and not _installed(provider):
-            hint = f"; '{name}' comes with the package {provider}, install it to use it"
-        elif provider:
-            hint = f"; the installed {provider} does not provide '{name}' (yet): upgrade it"
+        # the core knows plugins only through their entry points: no table of who provides what
+        hint = "; install the plugin that provides it (`rlab plugins` lists what is installed)"
         broken = [r.name for r in self.records.values() if r.status == "failed"]
         if broken:
             hint += (
@@ -284,7 +293,7 @@ class PluginHost:
         raise UnknownNameError(f"Unknown {singular} '{name}'; available: {have}{hint}.")
 
     def make_config(self, kind: Kind, name: str, options: dict[str, Any] | None) -> BaseModel:
-        """Validate ``options`` against the implementation's own ``Config`` model."""
+        """Validate ``options`` against the implementation's own options model, once."""
         reg = self.get(kind, name)
         try:
             return reg.info.config.model_validate(options or {})
@@ -299,12 +308,54 @@ class PluginHost:
                 f"'{name}' (plugin '{reg.owner.name}'): {problems}; its options are: {fields}."
             ) from None
 
-    def create(self, kind: Kind, name: str, options: dict[str, Any] | None = None) -> Any:
-        """Load, configure and construct an implementation."""
-        config = self.make_config(kind, name, options)
+    def create(
+        self, kind: Kind, name: str, options: dict[str, Any] | BaseModel | None = None
+    ) -> Any:
+        """Load and construct an implementation from raw options or an already validated model."""
         reg = self.get(kind, name)
-        implementation = reg.info.load()
-        return implementation(config)
+        if isinstance(options, BaseModel):
+            if not isinstance(options, reg.info.config):
+                raise TypeError(f"{name} takes {reg.info.config.__name__}, not {type(options)}")
+            config = options
+        else:
+            config = self.make_config(kind, name, options)
+        return reg.info.load()(config)
+
+    def _create_typed(
+        self, kind: Kind, name: str, options: dict[str, Any] | BaseModel | None, base: type[ImplT]
+    ) -> ImplT:
+        made = self.create(kind, name, options)
+        if not isinstance(made, base):
+            owner = self.get(kind, name).owner
+            raise PluginError(
+                f"The {SINGULAR[kind]} '{name}' of plugin '{owner.name}' ({owner.distribution}) "
+                f"is a {type(made).__name__}, not a {base.__name__}; fix or uninstall the plugin."
+            )
+        return made
+
+    def create_benchmark(
+        self, name: str, options: dict[str, Any] | BaseModel | None = None
+    ) -> Benchmark[Any]:
+        """The benchmark ``name``, constructed with its options."""
+        return self._create_typed("benchmarks", name, options, Benchmark)
+
+    def create_agent(
+        self, name: str, options: dict[str, Any] | BaseModel | None = None
+    ) -> Agent[Any]:
+        """The agent ``name``, constructed with its options."""
+        return self._create_typed("agents", name, options, Agent)
+
+    def create_strategy(
+        self, name: str, options: dict[str, Any] | BaseModel | None = None
+    ) -> Strategy[Any]:
+        """The strategy ``name``, constructed with its options."""
+        return self._create_typed("strategies", name, options, Strategy)
+
+    def create_sandbox(
+        self, name: str, options: dict[str, Any] | BaseModel | None = None
+    ) -> Sandbox[Any]:
+        """The sandbox ``name``, constructed with its options."""
+        return self._create_typed("sandboxes", name, options, Sandbox)
 
     # ------------------------------------------------------------------ observers
 
@@ -325,6 +376,12 @@ class PluginHost:
             for r in self.records.values()
             if r.status == "loaded"
         }
+
+
+def _core_version() -> str:
+    from rlab_core import __version__
+
+    return __version__
 
 
 def validate_model(model: type[BaseModel], data: dict[str, Any], what: str) -> BaseModel:

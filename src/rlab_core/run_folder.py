@@ -1,4 +1,4 @@
-"""The layout of one run on disk (ARCHITECTURE §6)."""
+"""The layout of one run on disk (``shared/ARCHITECTURE.md``, "A run on disk")."""
 
 from __future__ import annotations
 
@@ -11,13 +11,6 @@ from typing import Any
 
 from rlab_core.errors import RunFolderError
 from rlab_core.journal import JOURNAL_NAME
-
-
-def cache_home() -> Path:
-    """Root of rlab's per-user cache (``RLAB_CACHE_HOME`` or ``~/.cache/rlab``)."""
-    if os.environ.get("RLAB_CACHE_HOME"):
-        return Path(os.environ["RLAB_CACHE_HOME"])
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "rlab"
 
 
 class RunFolder:

@@ -13,17 +13,18 @@ from pathlib import Path
 from typing import Any
 
 from rlab_core import __version__
+from rlab_core.cache import cache_home
 from rlab_core.config import RunConfig
 from rlab_core.edits import copy_source
 from rlab_core.errors import ConfigError, UnknownNameError
 from rlab_core.interfaces import Agent, PreparedTask, Sandbox, Strategy
 from rlab_core.journal import Journal, RunState, replay
 from rlab_core.loop import EventSink, ResearchLoop
-from rlab_core.models import Node
 from rlab_core.outputs import OutputsRefused, take_outputs
 from rlab_core.plugins import PluginHost
+from rlab_core.records import Node
 from rlab_core.report.html import write_report_quietly
-from rlab_core.run_folder import RunFolder, cache_home
+from rlab_core.run_folder import RunFolder
 
 
 @dataclass

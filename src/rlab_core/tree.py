@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from rlab_core.interfaces import NodeSummary
-from rlab_core.models import Node, NodeKind, NodeStatus
+from rlab_core.agent_context import NodeSummary
+from rlab_core.records import Node, NodeKind, NodeStatus
 
 
 class Tree:

@@ -7,9 +7,10 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rlab_core.agent_context import AgentContext, RepairContext
 from rlab_core.errors import AgentAuthError, AgentError, NothingToPropose
-from rlab_core.interfaces import Agent, AgentContext, RepairContext
-from rlab_core.models import Edit, NodeKind, Proposal, Usage
+from rlab_core.interfaces import Agent
+from rlab_core.records import Edit, NodeKind, Proposal, Usage
 
 
 class ScriptedOptions(BaseModel):

@@ -9,20 +9,18 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rlab_core.agent_context import BudgetProgress
 from rlab_core.budget import stage_by_progress
 from rlab_core.errors import ContractError, UnknownNameError
-from rlab_core.interfaces import (
+from rlab_core.interfaces import Benchmark, PreparedTask, Split
+from rlab_core.records import Score
+from rlab_core.task_records import (
     AuditPattern,
-    Benchmark,
-    BudgetProgress,
     CandidateLimits,
     PlaybookMove,
-    PreparedTask,
     SeedCandidate,
-    Split,
     TaskListing,
 )
-from rlab_core.models import Score
 
 SEED_DIR = Path(__file__).parent / "seed"
 

@@ -25,13 +25,13 @@ from standin_tools import write_standins
 from toy import plugin as toy_plugin
 from toy.benchmark import SEED_DIR
 
+from rlab_core.agent_context import AgentContext, BudgetProgress, NodeSummary
 from rlab_core.config import RunConfig
 from rlab_core.errors import AgentError, RlabUserError
 from rlab_core.guard import is_secret_name
-from rlab_core.interfaces import AgentContext, BudgetProgress, NodeSummary
 from rlab_core.journal import replay
-from rlab_core.models import FailureStage, Node, NodeKind, NodeStatus
 from rlab_core.plugins import PluginHost
+from rlab_core.records import FailureStage, Node, NodeKind, NodeStatus
 from rlab_core.runner import RunOutcome, start_run
 
 pytest_plugins = ["rlab_core.testing.fixtures"]

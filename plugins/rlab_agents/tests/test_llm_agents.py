@@ -26,12 +26,12 @@ from rlab_agents.prompt import SYSTEM
 from toy import plugin as toy_plugin
 from toy.benchmark import SEED_DIR
 
+from rlab_core.agent_context import AgentContext, BudgetProgress, NodeSummary, RepairContext
 from rlab_core.config import RunConfig
 from rlab_core.errors import AgentAuthError, AgentError
-from rlab_core.interfaces import AgentContext, BudgetProgress, NodeSummary, RepairContext
 from rlab_core.journal import read_events, replay
-from rlab_core.models import NodeKind, NodeStatus, Usage
 from rlab_core.plugins import PluginHost
+from rlab_core.records import NodeKind, NodeStatus, Usage
 from rlab_core.runner import RunOutcome, start_run
 from rlab_core.testing import check_agent
 

@@ -6,17 +6,12 @@ import pytest
 from rlab_agents import plugin
 from rlab_agents.playbook import PlaybookAgent, PlaybookConfig, lineage_of
 
+from rlab_core.agent_context import AgentContext, BudgetProgress, NodeSummary, RepairContext
 from rlab_core.edits import apply_edits
 from rlab_core.errors import ConfigError, NothingToPropose
 from rlab_core.hookspecs import AgentInfo
-from rlab_core.interfaces import (
-    AgentContext,
-    BudgetProgress,
-    NodeSummary,
-    PlaybookMove,
-    RepairContext,
-)
-from rlab_core.models import Edit, NodeKind
+from rlab_core.records import Edit, NodeKind
+from rlab_core.task_records import PlaybookMove
 from rlab_core.testing import check_agent
 
 pytest_plugins = ["rlab_core.testing.fixtures"]

@@ -21,10 +21,10 @@ from rlab_example.metrics import accuracy, auroc, average_ranks, log_loss
 from rlab_example.options import ExampleOptions
 
 from rlab_core.builtin.local_sandbox import LocalSandbox, LocalSandboxConfig
+from rlab_core.cache import cache_home
 from rlab_core.edits import apply_edits, copy_source, read_source, write_source
 from rlab_core.errors import ContractError, UnknownNameError
 from rlab_core.hookspecs import BenchmarkInfo
-from rlab_core.run_folder import cache_home
 from rlab_core.testing import check_benchmark, run_candidate
 
 pytest_plugins = ["rlab_core.testing.fixtures"]

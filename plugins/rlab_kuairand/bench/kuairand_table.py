@@ -51,11 +51,11 @@ def figures(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     from rlab_kuairand.benchmark import KuaiRandBenchmark
     from rlab_kuairand.options import KuaiRandOptions
 
+    from rlab_core.cache import cache_home
     from rlab_core.config import RunConfig
     from rlab_core.final import finalize
     from rlab_core.journal import replay
     from rlab_core.plugins import PluginHost
-    from rlab_core.run_folder import cache_home
     from rlab_core.runner import start_run
 
     options: dict[str, Any] = {"download": not args.no_download}

@@ -17,12 +17,13 @@ from rlab_mle import grading, registry
 from rlab_mle.playbook import MOVES, moves_for
 from rlab_mle.task import SEEDS
 
+from rlab_core.agent_context import BudgetProgress
 from rlab_core.budget import stage_by_progress
 from rlab_core.builtin.local_sandbox import LocalSandbox, LocalSandboxConfig
 from rlab_core.edits import apply_edits, read_source, write_source
 from rlab_core.errors import ContractError
 from rlab_core.guard import audit_source, core_audit_patterns
-from rlab_core.interfaces import BudgetProgress, SandboxRequest
+from rlab_core.task_records import SandboxRequest
 from rlab_core.testing import check_benchmark, run_candidate
 
 SANDBOX = LocalSandbox(LocalSandboxConfig())

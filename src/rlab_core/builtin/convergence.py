@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rlab_core.interfaces import StopRules
-from rlab_core.models import NodeKind
+from rlab_core.records import NodeKind
 from rlab_core.tree import Tree
 
 

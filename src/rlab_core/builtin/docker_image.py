@@ -27,7 +27,7 @@ from typing import Any
 
 from rlab_core.builtin import jail
 from rlab_core.errors import SandboxUnavailableError
-from rlab_core.interfaces import SandboxRequest
+from rlab_core.task_records import SandboxRequest
 
 HOST_IMAGE_REPO = "rlab-hostpython"
 #: Bumped whenever the content of the host-interpreter image changes.

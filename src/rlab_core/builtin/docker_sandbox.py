@@ -31,8 +31,9 @@ from rlab_core.builtin import docker_daemon, docker_image
 from rlab_core.builtin.candidate_group import DiskWatch
 from rlab_core.builtin.local_sandbox import read_tail
 from rlab_core.errors import SandboxUnavailableError
-from rlab_core.interfaces import Sandbox, SandboxRequest
-from rlab_core.models import Execution
+from rlab_core.interfaces import Sandbox
+from rlab_core.records import Execution
+from rlab_core.task_records import SandboxRequest
 
 log = logging.getLogger(__name__)
 NOBODY = (65534, 65534)
@@ -143,32 +144,29 @@ class _Watcher(threading.Thread):
             self.error = exc
 
 
-class DockerSandbox(Sandbox):
+class DockerSandbox(Sandbox[DockerSandboxConfig]):
     """Runs each candidate in a fresh container of a local image; never pulls."""
 
-    Config = DockerSandboxConfig
-
-    def __init__(self, config: BaseModel) -> None:
+    def __init__(self, config: DockerSandboxConfig) -> None:
         super().__init__(config)
-        self.options: DockerSandboxConfig = config  # type: ignore[assignment]
         self._cancelled = threading.Event()
         self.sdk = docker_daemon.load_sdk()
         self.client, self.daemon = docker_daemon.connect(
-            self.options.base_url, self.options.api_timeout_s
+            self.config.base_url, self.config.api_timeout_s
         )
         info = self.client.info()
         self.daemon_cpus = int(info.get("NCPU") or os.cpu_count() or 1)
         self.server_version = str(info.get("ServerVersion", "?"))
         self.removed_leftovers = docker_daemon.remove_leftovers(self.client)
         self.labels = docker_daemon.owner_labels()
-        if self.options.image:
-            self.image = self.options.image
+        if self.config.image:
+            self.image = self.config.image
             self.image_kind = "user"
             self.python = "python"
             self.base_binds: list[docker_image.Bind] = []
             docker_image.require_user_image(self.client, self.image, self.daemon)
         else:
-            self.python = self.options.python or sys.executable
+            self.python = self.config.python or sys.executable
             self.image_kind = "host-interpreter"
             self.base_binds = docker_image.host_interpreter_binds(self.python)
             self.image = docker_image.host_image_name(self.python, self.base_binds)
@@ -183,11 +181,11 @@ class DockerSandbox(Sandbox):
         (no world-writable folders); root can read and remove what it leaves anyway.
         """
         is_root = os.geteuid() == 0
-        if self.options.user is None:
+        if self.config.user is None:
             if not is_root:
                 return f"{os.getuid()}:{os.getgid()}", None
             return f"{NOBODY[0]}:{NOBODY[1]}", NOBODY
-        return self.options.user, _numeric_owner(self.options.user) if is_root else None
+        return self.config.user, _numeric_owner(self.config.user) if is_root else None
 
     def isolation_level(self) -> str:
         return "docker"
@@ -212,9 +210,9 @@ class DockerSandbox(Sandbox):
             "hidden_paths": True,
             "user": self.user,
             "limits": {
-                "memory_mb": self.options.memory_mb or "task limit",
-                "cpus": self.options.cpus or "RLAB_THREADS, else 1",
-                "pids": self.options.pids,
+                "memory_mb": self.config.memory_mb or "task limit",
+                "cpus": self.config.cpus or "RLAB_THREADS, else 1",
+                "pids": self.config.pids,
             },
             "peak_memory": "sampled from the container's cgroup when visible on this machine, "
             "else 0",
@@ -231,14 +229,11 @@ class DockerSandbox(Sandbox):
                         os.lchown(path, uid, gid)
 
     def _cpus(self, request: SandboxRequest) -> float:
-        cpus = self.options.cpus
-        if cpus is None:
-            threads = request.env.get("RLAB_THREADS", "1")
-            cpus = float(threads) if threads.isdigit() and int(threads) > 0 else 1.0
+        cpus = self.config.cpus if self.config.cpus is not None else float(request.threads)
         return min(cpus, float(self.daemon_cpus))
 
     def _create(self, request: SandboxRequest, command: list[str], memory_mb: int) -> Any:
-        tmp_mb = self.options.tmp_size_mb or memory_mb
+        tmp_mb = self.config.tmp_size_mb or memory_mb
         user_image = self.image_kind == "user"
         plan = docker_image.plan_mounts(self.base_binds, request, tmp_mb, remap=user_image)
         types = self.sdk.types
@@ -270,8 +265,8 @@ class DockerSandbox(Sandbox):
             mem_limit=f"{memory_mb}m",
             memswap_limit=f"{memory_mb}m",
             nano_cpus=int(self._cpus(request) * 1e9),
-            pids_limit=self.options.pids,
-            init=self.options.init,
+            pids_limit=self.config.pids,
+            init=self.config.init,
             auto_remove=False,
             log_config=types.LogConfig(
                 type="json-file", config={"max-size": f"{max_log_kb}k", "max-file": "1"}
@@ -284,7 +279,7 @@ class DockerSandbox(Sandbox):
 
         setup_start = time.perf_counter()
         errors = self.sdk.errors
-        memory_mb = self.options.memory_mb or request.memory_mb
+        memory_mb = self.config.memory_mb or request.memory_mb
         command = [self.python if c == "python" else c for c in request.command]
         writable = [Path(request.workdir), Path(request.output_dir), Path(request.cache_dir)]
         for folder in writable:
@@ -386,7 +381,7 @@ class DockerSandbox(Sandbox):
             elif killed_at and now - killed_at > KILL_GRACE_S:
                 break  # the daemon did not end the log stream; removal will
             watcher.join(interval)
-            interval = min(self.options.poll_interval_s, interval * 2)
+            interval = min(self.config.poll_interval_s, interval * 2)
         wall = time.perf_counter() - started
         if watcher.flooded and killed_by is None:
             killed_by = "output"

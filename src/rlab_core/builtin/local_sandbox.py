@@ -27,8 +27,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from rlab_core.builtin import jail, jail_netns
 from rlab_core.builtin.candidate_group import CandidateGroup, DiskWatch
 from rlab_core.errors import SandboxUnavailableError
-from rlab_core.interfaces import Sandbox, SandboxRequest
-from rlab_core.models import Execution
+from rlab_core.interfaces import Sandbox
+from rlab_core.records import Execution
+from rlab_core.task_records import SandboxRequest
 
 log = logging.getLogger(__name__)
 LOG_TAIL_BYTES = 4000
@@ -84,7 +85,7 @@ def _wait_for_exit(pidfd: int | None, timeout: float) -> None:
         select.select([pidfd], [], [], timeout)
 
 
-class LocalSandbox(Sandbox):
+class LocalSandbox(Sandbox[LocalSandboxConfig]):
     """Runs candidates as local processes, in the strongest jail that hides private paths.
 
     Construction picks the level (:func:`rlab_core.builtin.jail.select_isolation`) and raises
@@ -92,19 +93,16 @@ class LocalSandbox(Sandbox):
     hides paths, cannot work here.
     """
 
-    Config = LocalSandboxConfig
-
-    def __init__(self, config: BaseModel) -> None:
+    def __init__(self, config: LocalSandboxConfig) -> None:
         super().__init__(config)
-        self.options: LocalSandboxConfig = config  # type: ignore[assignment]
-        self.python = self.options.python or sys.executable
+        self.python = self.config.python or sys.executable
         if not shutil.which(self.python):
             raise SandboxUnavailableError(
                 f"Cannot start candidates with {self.python}: it is not an executable; check "
                 "the interpreter path (-o sandbox.python=...)."
             )
         self._cancelled = threading.Event()
-        self._isolation = jail.select_isolation(self.options.isolation, self.options.bwrap)
+        self._isolation = jail.select_isolation(self.config.isolation, self.config.bwrap)
         self._level = self._isolation.level
         if not self._isolation.hides_paths:
             log.warning("NO PATH ISOLATION (%s): %s", self._level, jail.NO_HIDING_WARNING)
@@ -209,7 +207,7 @@ class LocalSandbox(Sandbox):
                         group.reaped = True
                         break
                     _wait_for_exit(pidfd, interval)
-                    interval = min(self.options.poll_interval_s, interval * 2)
+                    interval = min(self.config.poll_interval_s, interval * 2)
             except BaseException:
                 # Ctrl-C or a bug here: the candidate lives in its own session and would
                 # not see the signal, so it must not outlive the supervisor

@@ -6,13 +6,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rlab_core.builtin.convergence import common_stop_reason
 from rlab_core.interfaces import Step, Strategy, StrategyState
-from rlab_core.models import Node, NodeKind
+from rlab_core.records import Node, NodeKind
 
 
 def _ranked(state: StrategyState) -> list[Node]:
     """Parent candidates, best first: evaluated and not exhausted."""
-    exhausted = state.extra.get("exhausted", set())
-    nodes = [n for n in state.tree.evaluated() if n.id not in exhausted]
+    nodes = [n for n in state.tree.evaluated() if n.id not in state.exhausted]
     sign = -1.0 if state.tree.higher_is_better else 1.0
     # stable sort keeps the earliest node first among equal scores
     return sorted(nodes, key=lambda n: sign * n.score.primary)  # type: ignore[union-attr]
@@ -24,14 +23,12 @@ class BestFirstConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class BestFirst(Strategy):
+class BestFirst(Strategy[BestFirstConfig]):
     """Expand the best measured node, one hypothesis per iteration.
 
     Failed branches are never parents; when the agent has nothing left for the best node,
     the next best is expanded.
     """
-
-    Config = BestFirstConfig
 
     def next_steps(self, state: StrategyState, capacity: int = 1) -> list[Step]:
         ranked = _ranked(state)
@@ -55,32 +52,24 @@ class TreeConfig(BaseModel):
     )
 
 
-class TreeSearch(Strategy):
+class TreeSearch(Strategy[TreeConfig]):
     """AIDE-style greedy tree: draft from the seeds, then improve the best, sometimes explore."""
-
-    Config = TreeConfig
-
-    def __init__(self, config: BaseModel) -> None:
-        super().__init__(config)
-        self.options: TreeConfig = config  # type: ignore[assignment]
 
     def _open(self, state: StrategyState, node: Node) -> bool:
         made = [c for c in state.tree.children(node.id) if c.kind != NodeKind.DEBUG]
-        running = state.extra.get("running", {}).get(node.id, 0)
-        return len(made) + running < self.options.node_expansion_limit
+        running = state.running.get(node.id, 0)
+        return len(made) + running < self.config.node_expansion_limit
 
     def next_steps(self, state: StrategyState, capacity: int = 1) -> list[Step]:
         tree = state.tree
-        exhausted = state.extra.get("exhausted", set())
-        drafts = sum(1 for n in tree if n.kind == NodeKind.DRAFT)
-        drafts += state.extra.get("running_drafts", 0)
-        seeds = [s for s in tree.seeds() if s.evaluated and s.id not in exhausted]
-        if drafts < self.options.num_drafts and seeds:
+        drafts = sum(1 for n in tree if n.kind == NodeKind.DRAFT) + state.running_drafts
+        seeds = [s for s in tree.seeds() if s.evaluated and s.id not in state.exhausted]
+        if drafts < self.config.num_drafts and seeds:
             return [Step(parent_id=seeds[drafts % len(seeds)].id, kind="draft")]
         open_nodes = [n for n in _ranked(state) if self._open(state, n)]
         if not open_nodes:
             return []
-        if len(open_nodes) > 1 and state.rng.random() < self.options.exploration:
+        if len(open_nodes) > 1 and state.rng.random() < self.config.exploration:
             return [Step(parent_id=state.rng.choice(open_nodes[1:]).id)]
         return [Step(parent_id=open_nodes[0].id)]
 

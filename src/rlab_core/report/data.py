@@ -16,7 +16,7 @@ from typing import Any
 from rlab_core import __version__
 from rlab_core.errors import RunFolderError
 from rlab_core.journal import RunState, replay
-from rlab_core.models import Node
+from rlab_core.records import Node
 from rlab_core.report.status import OUTCOME_LABEL, Outcome, classify, new_best_ids, winner_path
 from rlab_core.run_folder import RunFolder
 

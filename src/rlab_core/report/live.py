@@ -18,7 +18,7 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from rlab_core.models import NodeKind
+from rlab_core.records import NodeKind
 from rlab_core.report.terminal import ProgressPrinter
 from rlab_core.tree import Tree
 

@@ -1,6 +1,6 @@
 """How the dashboard and ``rlab show --tree`` colour a node: five outcomes plus "running".
 
-The journal's :class:`~rlab_core.models.NodeStatus` says whether a node was scored; the
+The journal's :class:`~rlab_core.records.NodeStatus` says whether a node was scored; the
 views say what became of it:
 
 - ``improved`` (improved and kept): an evaluated agent-made node that beat its nearest
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from rlab_core.models import NodeKind, NodeStatus
+from rlab_core.records import NodeKind, NodeStatus
 from rlab_core.tree import Tree
 
 

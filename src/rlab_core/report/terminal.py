@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree as RichTree
 
-from rlab_core.models import Node, NodeKind, NodeStatus
+from rlab_core.records import Node, NodeKind, NodeStatus
 from rlab_core.report.status import OUTCOME_LABEL, OUTCOME_STYLE, Outcome, classify, winner_path
 from rlab_core.tree import Tree
 

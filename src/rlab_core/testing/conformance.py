@@ -12,21 +12,20 @@ import random
 import tempfile
 from pathlib import Path
 
+from rlab_core.agent_context import AgentContext, BudgetProgress
 from rlab_core.edits import apply_edits
 from rlab_core.errors import ContractError, RlabUserError, UnknownNameError
 from rlab_core.interfaces import (
     Agent,
-    AgentContext,
     Benchmark,
-    BudgetProgress,
     PreparedTask,
     Sandbox,
-    SandboxRequest,
     StopRules,
     Strategy,
     StrategyState,
 )
-from rlab_core.models import (
+from rlab_core.outputs import OutputsRefused, take_outputs
+from rlab_core.records import (
     Execution,
     Failure,
     FailureStage,
@@ -36,6 +35,7 @@ from rlab_core.models import (
     Proposal,
     Score,
 )
+from rlab_core.task_records import SandboxRequest
 from rlab_core.tree import Tree
 
 
@@ -199,7 +199,10 @@ def run_candidate(
     """Run the candidate folder ``source`` as the loop would; return (execution, output folder).
 
     The candidate gets a fresh working copy, the contract variables and the task's limits
-    and hidden paths, so plugin tests exercise the same view a real run gives. ``stage``
+    and hidden paths, so plugin tests exercise the same view a real run gives. When it ran
+    cleanly, the folder returned is its outputs taken as data, as the loop scores them
+    (:class:`~rlab_core.outputs.OutputsRefused` when they hold a link or the like);
+    otherwise the folder it wrote into. ``stage``
     is its ``RLAB_STAGE``; ``extra_env`` adds contract variables such as ``RLAB_NODE_ID``.
     """
     from rlab_core.edits import copy_source
@@ -232,9 +235,19 @@ def run_candidate(
             timeout_s=timeout_s or prepared.limits.timeout_s,
             memory_mb=memory_mb or prepared.limits.memory_mb,
             max_output_mb=prepared.limits.max_output_mb,
+            threads=threads,
+            disk_mb=prepared.limits.disk_mb,
+            outputs_mb=prepared.limits.outputs_mb,
         )
     )
-    return execution, out
+    if not execution.ok:
+        return execution, out
+    # what the loop scores: the outputs taken as data (raises OutputsRefused on a link)
+    if execution.output_problem:
+        raise OutputsRefused(execution.output_problem)
+    taken = tmp / "taken"
+    take_outputs(out, taken, max_bytes=int(prepared.limits.outputs_mb * 2**20))
+    return execution, taken
 
 
 def _score_seed(prepared: PreparedTask, sandbox: Sandbox, tmp: Path) -> None:
@@ -310,7 +323,6 @@ def check_strategy(strategy: Strategy) -> None:
             progress=BudgetProgress(),
             rules=StopRules(),
             rng=rng,
-            extra={"exhausted": set()},
         )
         for step in strategy.next_steps(state, capacity=1):
             assert tree.can_be_parent(step.parent_id), (

@@ -21,8 +21,8 @@ from rlab_core.config import RunConfig
 from rlab_core.errors import RlabUserError
 from rlab_core.final import finalize
 from rlab_core.journal import replay
-from rlab_core.models import FailureStage, NodeStatus
 from rlab_core.plugins import PluginHost
+from rlab_core.records import FailureStage, NodeStatus
 from rlab_core.runner import RunOutcome, start_run
 
 #: A host file a forger would like to carry off as an "artifact".

@@ -34,9 +34,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlab_core.interfaces import Sandbox, SandboxRequest
-from rlab_core.models import Execution
+from rlab_core.interfaces import Sandbox
 from rlab_core.outputs import OutputsRefused, take_outputs
+from rlab_core.records import Execution
+from rlab_core.task_records import SandboxRequest
 
 SECRET_VARIABLE = "RLAB_HOSTILE_SECRET"
 SECRET_VALUE = "hostile-suite-secret-4711"

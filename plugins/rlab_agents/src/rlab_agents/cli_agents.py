@@ -4,7 +4,7 @@ Each call copies the parent's source into a fresh scratch folder, writes the ins
 (:func:`rlab_agents.prompt.build_instructions`) to ``RLAB_TASK.md`` and runs the tool there
 non-interactively: standard input closed, an environment built from an allow-list, and its
 own timeout that kills the tool's whole process group. Then the folder is read back. The
-changed files become a :class:`~rlab_core.models.Proposal` of whole-file rewrites, so the
+changed files become a :class:`~rlab_core.records.Proposal` of whole-file rewrites, so the
 core computes the diff and refuses any change outside the task's editable files; a file the
 tool wrote beside the scratch folder is handed on as ``../NAME`` and refused the same way.
 The first paragraph of ``HYPOTHESIS.md`` is the hypothesis, the rest the rationale; without
@@ -36,11 +36,19 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlab_agents.prompt import HYPOTHESIS_FILE, TASK_FILE, build_instructions
-from rlab_core.edits import MAX_SOURCE_FILE_BYTES, read_source, write_source
-from rlab_core.errors import AgentError, RlabUserError
-from rlab_core.guard import BASE_ENV_ALLOW
-from rlab_core.interfaces import Agent, AgentContext, RepairContext
-from rlab_core.models import Proposal, Usage
+from rlab_core.api import (
+    BASE_ENV_ALLOW,
+    MAX_SOURCE_FILE_BYTES,
+    Agent,
+    AgentContext,
+    AgentError,
+    Proposal,
+    RepairContext,
+    RlabUserError,
+    Usage,
+    read_source,
+    write_source,
+)
 
 #: Variables every tool gets when set: the candidates' base list plus the user's identity,
 #: so a tool finds its own login and settings under HOME. No secret is among them.

@@ -17,8 +17,7 @@ from pydantic import Field
 
 from rlab_agents.cli_agents import TOOL_REQUEST, CLIAgent, CLIAgentConfig, ToolOutput
 from rlab_agents.prompt import HYPOTHESIS_FILE, TASK_FILE
-from rlab_core.interfaces import AgentContext
-from rlab_core.models import Usage
+from rlab_core.api import AgentContext, Usage
 
 # --------------------------------------------------------------------------- aider
 

@@ -27,10 +27,17 @@ from pydantic import BaseModel, ConfigDict, Field
 from rlab_agents.pricing import ModelPrice, PriceTable
 from rlab_agents.prompt import SYSTEM, build_prompt, build_repair_prompt
 from rlab_agents.reply import AgentReply, ReplyError, parse_reply
-from rlab_core.edits import apply_edits
-from rlab_core.errors import AgentAuthError, AgentError, EditError
-from rlab_core.interfaces import Agent, AgentContext, RepairContext
-from rlab_core.models import Proposal, Usage
+from rlab_core.api import (
+    Agent,
+    AgentAuthError,
+    AgentContext,
+    AgentError,
+    EditError,
+    Proposal,
+    RepairContext,
+    Usage,
+    apply_edits,
+)
 
 log = logging.getLogger(__name__)
 

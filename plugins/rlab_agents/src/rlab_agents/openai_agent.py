@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from rlab_agents.llm_base import Completion, LLMAgent, LLMOptions, Turn
-from rlab_core.models import Usage
+from rlab_core.api import Usage
 
 
 class OpenAIConfig(LLMOptions):

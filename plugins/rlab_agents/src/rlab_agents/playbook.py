@@ -6,10 +6,17 @@ import random
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlab_core.edits import apply_edits
-from rlab_core.errors import EditError, NothingToPropose
-from rlab_core.interfaces import Agent, AgentContext, NodeSummary, PlaybookMove, RepairContext
-from rlab_core.models import Proposal
+from rlab_core.api import (
+    Agent,
+    AgentContext,
+    EditError,
+    NodeSummary,
+    NothingToPropose,
+    PlaybookMove,
+    Proposal,
+    RepairContext,
+    apply_edits,
+)
 
 FIX_SUFFIX = ":fix"
 

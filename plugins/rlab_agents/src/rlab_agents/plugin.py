@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rlab_core.hookspecs import AgentInfo, hookimpl
+from rlab_core.api import AgentInfo, hookimpl
 
 
 def _playbook():

@@ -13,7 +13,7 @@ import logging
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlab_core.models import Usage
+from rlab_core.api import Usage
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ so the newest evidence always arrives whole.
 
 from __future__ import annotations
 
-from rlab_core.interfaces import AgentContext, NodeSummary, RepairContext
+from rlab_core.api import AgentContext, NodeSummary, RepairContext
 
 OUTPUT_CONTRACT = """\
 Reply with ONE JSON object and nothing else:

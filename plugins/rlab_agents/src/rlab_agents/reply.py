@@ -7,7 +7,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from rlab_core.models import Edit
+from rlab_core.api import Edit
 
 
 class AgentReply(BaseModel):

@@ -10,17 +10,18 @@ from typing import Any
 
 import numpy as np
 
-from rlab_core.errors import ContractError, UnknownNameError
-from rlab_core.interfaces import (
+from rlab_core.api import (
     Benchmark,
     CandidateLimits,
+    ContractError,
     PlaybookMove,
     PreparedTask,
+    Score,
     SeedCandidate,
     Split,
     TaskListing,
+    UnknownNameError,
 )
-from rlab_core.models import Score
 from rlab_example import data
 from rlab_example.metrics import accuracy, auroc, log_loss
 from rlab_example.options import ExampleOptions

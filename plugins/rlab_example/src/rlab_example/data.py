@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rlab_core.errors import DataUnavailableError
+from rlab_core.api import DataUnavailableError
 
 DATA_VERSION = "1"
 FEATURES = [

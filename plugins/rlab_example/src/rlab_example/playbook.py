@@ -6,8 +6,7 @@ in any order on a lineage.
 
 from __future__ import annotations
 
-from rlab_core.interfaces import PlaybookMove
-from rlab_core.models import Edit
+from rlab_core.api import Edit, PlaybookMove
 
 _MARKER = "# feature additions (one line each)\n"
 _DERIVED = "        pass  # derived columns\n"

@@ -7,8 +7,13 @@ import os
 import shutil
 from pathlib import Path
 
-from rlab_core.errors import DataUnavailableError, UnknownNameError
-from rlab_core.interfaces import Benchmark, PreparedTask, TaskListing
+from rlab_core.api import (
+    Benchmark,
+    DataUnavailableError,
+    PreparedTask,
+    TaskListing,
+    UnknownNameError,
+)
 from rlab_kuairand import build, sample, source
 from rlab_kuairand.options import KuaiRandOptions
 from rlab_kuairand.task import SYNTHETIC_NOTE, KuaiRandTask

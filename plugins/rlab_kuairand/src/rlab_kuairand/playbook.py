@@ -8,8 +8,7 @@ the ``fm`` seed (the agent skips a move whose anchor is absent from the parent).
 
 from __future__ import annotations
 
-from rlab_core.interfaces import PlaybookMove
-from rlab_core.models import Edit
+from rlab_core.api import Edit, PlaybookMove
 
 _HISTORY = "# history additions (one line each)\n"
 _FEATURES = "# feature additions (one line each)\n"

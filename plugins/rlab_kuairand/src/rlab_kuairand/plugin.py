@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rlab_core.hookspecs import BenchmarkInfo, hookimpl
+from rlab_core.api import BenchmarkInfo, hookimpl
 
 
 def _load():

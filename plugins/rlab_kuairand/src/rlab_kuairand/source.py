@@ -15,7 +15,7 @@ import tarfile
 import urllib.request
 from pathlib import Path
 
-from rlab_core.errors import DataUnavailableError
+from rlab_core.api import DataUnavailableError
 from rlab_kuairand import schema
 
 ENV_VAR = "RLAB_KUAIRAND_DIR"

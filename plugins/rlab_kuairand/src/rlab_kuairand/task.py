@@ -8,16 +8,16 @@ from typing import Any
 
 import numpy as np
 
-from rlab_core.errors import ContractError
-from rlab_core.interfaces import (
+from rlab_core.api import (
     AuditPattern,
     CandidateLimits,
+    ContractError,
     PlaybookMove,
     PreparedTask,
+    Score,
     SeedCandidate,
     Split,
 )
-from rlab_core.models import Score
 from rlab_kuairand import build, schema, submission
 from rlab_kuairand.metrics import evaluate
 from rlab_kuairand.playbook import MOVES

@@ -5,9 +5,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rlab_core.errors import ConfigError, DataUnavailableError
-from rlab_core.interfaces import Benchmark, PreparedTask, TaskListing
-from rlab_core.run_folder import cache_home
+from rlab_core.api import (
+    Benchmark,
+    ConfigError,
+    DataUnavailableError,
+    PreparedTask,
+    TaskListing,
+    cache_home,
+)
 from rlab_mle import build, mlebench_source
 from rlab_mle.options import MleOptions
 from rlab_mle.registry import BUILTIN_RAW, Registry, builtin_is_current

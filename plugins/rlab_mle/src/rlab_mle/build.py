@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from rlab_core.errors import ConfigError
+from rlab_core.api import ConfigError
 from rlab_mle import grading, split, targets
 from rlab_mle.definitions import Competition
 from rlab_mle.graders import grader_for

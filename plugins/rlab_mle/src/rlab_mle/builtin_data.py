@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rlab_core.errors import DataUnavailableError
+from rlab_core.api import DataUnavailableError
 
 TEST_FRACTION = 0.2
 SPLIT_SEED = 0

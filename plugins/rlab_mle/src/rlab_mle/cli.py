@@ -18,18 +18,14 @@ from pathlib import Path
 
 import typer
 
-from rlab_core.errors import RlabUserError
+from rlab_core.api import RlabUserError, run_cli
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
 
 def rlab(args: list[str]) -> int:
     """Run one ``rlab`` command in this process; return its exit code."""
-    from rlab_core.cli.app import app as rlab_app
-
-    command = typer.main.get_command(rlab_app)
-    code = command.main(args=args, prog_name="rlab", standalone_mode=False)
-    return code if isinstance(code, int) else 0
+    return run_cli(args)
 
 
 @app.command()
@@ -134,7 +130,7 @@ def _prepared_lite(data_dir: Path | None, competitions_dir: Path | None) -> list
 def _validate(
     competitions: list[str], path: Path, data_dir: Path | None, competitions_dir: Path | None
 ) -> int:
-    from rlab_core.run_folder import cache_home
+    from rlab_core.api import cache_home
     from rlab_mle.grading import check_submission
     from rlab_mle.registry import Registry
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from rlab_core.errors import ConfigError
+from rlab_core.api import ConfigError
 
 #: The 22 competitions of MLE-bench Lite ("low complexity").
 LITE_IDS = (

@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from rlab_core.errors import ConfigError
+from rlab_core.api import ConfigError
 from rlab_mle import metrics
 from rlab_mle.targets import find_label_column
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from rlab_core.errors import ConfigError
+from rlab_core.api import ConfigError
 from rlab_mle import leaderboard
 from rlab_mle.definitions import Competition
 from rlab_mle.graders import InvalidSubmission, grader_for, submission_problems

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rlab_core.errors import ConfigError
+from rlab_core.api import ConfigError
 
 
 @dataclass(frozen=True)

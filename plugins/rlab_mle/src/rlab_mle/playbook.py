@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlab_core.interfaces import PlaybookMove
-from rlab_core.models import Edit
+from rlab_core.api import Edit, PlaybookMove
 
 SETTINGS = "# setting changes (one line each)\n"
 BUILDERS = "# feature builders (one block each)\n"

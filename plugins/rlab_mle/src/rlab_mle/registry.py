@@ -14,7 +14,7 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-from rlab_core.errors import DataUnavailableError, UnknownNameError
+from rlab_core.api import DataUnavailableError, UnknownNameError
 from rlab_mle import builtin_data, mlebench_source
 from rlab_mle.definitions import LITE_IDS, Competition, definition_folders, load_definition
 from rlab_mle.options import COMPETITIONS_DIR_ENV, DATA_DIR_ENV, MleOptions

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rlab_core.errors import ConfigError
+from rlab_core.api import ConfigError
 
 
 @dataclass(frozen=True)

@@ -9,18 +9,18 @@ from typing import Any
 
 import pandas as pd
 
-from rlab_core.budget import stage_by_progress
-from rlab_core.errors import ContractError
-from rlab_core.interfaces import (
+from rlab_core.api import (
     AuditPattern,
     BudgetProgress,
     CandidateLimits,
+    ContractError,
     PlaybookMove,
     PreparedTask,
+    Score,
     SeedCandidate,
     Split,
+    stage_by_progress,
 )
-from rlab_core.models import Score
 from rlab_mle import context, grading, leaderboard, registry
 from rlab_mle.definitions import Competition
 from rlab_mle.graders import InvalidSubmission, submission_problems

@@ -16,7 +16,7 @@ os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 
 import ray
 
-from rlab_core.errors import ConfigError, SandboxUnavailableError
+from rlab_core.api import ConfigError, SandboxUnavailableError
 from rlab_ray.options import RaySandboxConfig
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rlab_core.hookspecs import SandboxInfo, hookimpl
+from rlab_core.api import SandboxInfo, hookimpl
 
 
 def _ray():

@@ -28,11 +28,14 @@ import ray
 from pydantic import BaseModel
 from ray import exceptions as rx
 
-from rlab_core.builtin import jail
-from rlab_core.builtin.local_sandbox import read_tail
-from rlab_core.errors import SandboxUnavailableError
-from rlab_core.interfaces import Sandbox, SandboxRequest
-from rlab_core.models import Execution
+from rlab_core.api import (
+    ISOLATION_LEVELS,
+    Execution,
+    Sandbox,
+    SandboxRequest,
+    SandboxUnavailableError,
+    read_tail,
+)
 from rlab_ray.cluster import connect
 from rlab_ray.options import RaySandboxConfig
 from rlab_ray.transfer import Fingerprint, data_fingerprint, pack_folder, unpack_folder
@@ -120,7 +123,7 @@ class RaySandbox(Sandbox):
             ) from None
         levels = {a["node_ip"]: a["level"] for a in answers}
         # nodes may differ: report the weakest jail any of them gives
-        weakest = max(levels.values(), key=jail.LEVELS.index)
+        weakest = max(levels.values(), key=ISOLATION_LEVELS.index)
         details = next(a["details"] for a in answers if a["level"] == weakest)
         return {"level": weakest, "details": details, "nodes": levels}
 
@@ -146,10 +149,7 @@ class RaySandbox(Sandbox):
     def _cpus_for(self, request: SandboxRequest) -> float:
         wanted = self.options.num_cpus_per_candidate
         if wanted is None:
-            try:
-                wanted = float(request.env.get("RLAB_THREADS", "1"))
-            except ValueError:
-                wanted = 1.0
+            wanted = float(request.threads)
         largest = self._resources["largest_node_cpus"]
         # more than any node has would wait forever in Ray's queue
         return min(wanted, largest) if largest else wanted

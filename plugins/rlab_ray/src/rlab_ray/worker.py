@@ -17,10 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlab_core.builtin.local_sandbox import LocalSandbox, LocalSandboxConfig
-from rlab_core.interfaces import SandboxRequest
-from rlab_core.models import Execution
-from rlab_core.outputs import OutputsRefused, take_outputs
+from rlab_core.api import (
+    Execution,
+    LocalSandbox,
+    LocalSandboxConfig,
+    OutputsRefused,
+    SandboxRequest,
+    take_outputs,
+)
 from rlab_ray.transfer import (
     Fingerprint,
     data_fingerprint,

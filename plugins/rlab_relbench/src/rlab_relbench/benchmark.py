@@ -10,18 +10,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rlab_core.errors import ConfigError, ContractError
-from rlab_core.interfaces import (
+from rlab_core.api import (
     AuditPattern,
     Benchmark,
     CandidateLimits,
+    ConfigError,
+    ContractError,
     PlaybookMove,
     PreparedTask,
+    Score,
     SeedCandidate,
     Split,
     TaskListing,
 )
-from rlab_core.models import Score
 from rlab_relbench import build, contract, flights, official, sources
 from rlab_relbench.options import RelBenchOptions
 

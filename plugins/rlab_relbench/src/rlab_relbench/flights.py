@@ -13,7 +13,7 @@ import importlib.util
 import shutil
 from pathlib import Path
 
-from rlab_core.errors import DataUnavailableError
+from rlab_core.api import DataUnavailableError
 
 FLIGHTS_VERSION = "2"
 VAL_TIMESTAMP = "2013-09-01"

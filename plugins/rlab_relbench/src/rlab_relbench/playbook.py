@@ -8,8 +8,7 @@ agent skips them there); recommendation moves edit the repeat-rank seed.
 
 from __future__ import annotations
 
-from rlab_core.interfaces import PlaybookMove
-from rlab_core.models import Edit
+from rlab_core.api import Edit, PlaybookMove
 
 SWITCHES = "# feature switches (one line each)\n"
 MODEL = "# model settings (one line each)\n"

@@ -6,7 +6,7 @@ Only this module is imported when rlab discovers plugins, so it imports nothing 
 
 from __future__ import annotations
 
-from rlab_core.hookspecs import BenchmarkInfo, hookimpl
+from rlab_core.api import BenchmarkInfo, hookimpl
 
 
 def _load():

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from rlab_core.interfaces import PlaybookMove
-from rlab_core.models import Edit
+from rlab_core.api import Edit, PlaybookMove
 
 SETTINGS = "# settings (one line each)\n"
 FEATS = "    # extra features (one line each)\n"

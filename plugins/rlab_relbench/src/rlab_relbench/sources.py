@@ -11,7 +11,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlab_core.errors import ConfigError, DataUnavailableError, UnknownNameError
+from rlab_core.api import ConfigError, DataUnavailableError, UnknownNameError
 from rlab_relbench import flights, official
 
 

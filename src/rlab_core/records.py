@@ -1,8 +1,10 @@
-"""Pydantic records shared by the core and every plugin.
+"""Records of one node: what was proposed, what ran, how it scored.
 
-These are the words of ARCHITECTURE §1 as data: an :class:`Edit`, a :class:`Proposal`
-(hypothesis plus edits), the :class:`Execution` record a sandbox returns, the
-:class:`Score` a benchmark computes and the :class:`Node` that ties them together.
+The words of the architecture (``shared/ARCHITECTURE.md``, "Words") as data: an
+:class:`Edit`, a :class:`Proposal` (hypothesis plus edits), the :class:`Execution` record a
+sandbox returns, the :class:`Score` a benchmark computes and the :class:`Node` that ties
+them together. Records of tasks and of what agents see live in
+:mod:`rlab_core.task_records` and :mod:`rlab_core.agent_context`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,91 @@
+"""The line between the core and plugins: one public API, enforced.
+
+Plugins' sources import only :mod:`rlab_core` itself (``hookimpl``, ``__version__``) and
+:mod:`rlab_core.api`; never another plugin. The core imports no plugin. The API's lazy table,
+its type-checking imports and ``__all__`` name the same things, and every name loads.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import rlab_core.api as api
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGINS = sorted(p for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").is_file())
+PUBLIC_MODULES = {"rlab_core", "rlab_core.api"}
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every import in a file, relative ones skipped."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module))
+    return found
+
+
+def _sources(folder: Path) -> list[Path]:
+    # candidate programs (seeds) are run, not imported by the plugin: they import no rlab
+    return [p for p in sorted(folder.rglob("*.py")) if "seeds" not in p.parts]
+
+
+def test_plugin_sources_import_only_the_public_api_and_no_other_plugin() -> None:
+    own = {p.name for p in PLUGINS}  # rlab_agents, rlab_mle, ...
+    problems = []
+    for plugin in PLUGINS:
+        for path in _sources(plugin / "src"):
+            for line, module in _imports(path):
+                top = module.split(".")[0]
+                where = f"{path.relative_to(ROOT)}:{line}"
+                if top == "rlab_core" and module not in PUBLIC_MODULES:
+                    problems.append(f"{where} imports {module} (use rlab_core.api)")
+                elif top in own and top != plugin.name:
+                    problems.append(f"{where} imports another plugin, {module}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_core_imports_no_plugin() -> None:
+    own = {p.name for p in PLUGINS}
+    problems = [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for path in _sources(ROOT / "src")
+        for line, module in _imports(path)
+        if module.split(".")[0] in own
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_every_public_name_loads_and_the_three_lists_agree() -> None:
+    tree = ast.parse(Path(api.__file__).read_text())
+    checked: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            for stmt in node.body:
+                assert isinstance(stmt, ast.ImportFrom)
+                for alias in stmt.names:
+                    name = alias.asname or alias.name
+                    checked.add(name)
+                    assert api._EXPORTS[name] == (stmt.module, alias.name), name
+    assert checked == set(api._EXPORTS)
+    assert set(api.__all__) == {*api._EXPORTS, "run_cli"}
+    for name in api.__all__:
+        assert getattr(api, name) is not None, name
+
+
+def test_importing_hooks_from_the_api_stays_light() -> None:
+    """A plugin module imports hookimpl and *Info records: that must not pull the sandboxes in."""
+    code = (
+        "import sys\n"
+        "from rlab_core.api import hookimpl, BenchmarkInfo, ConfigError\n"
+        "heavy = [m for m in ('psutil', 'rlab_core.builtin.local_sandbox', 'rlab_core.loop')"
+        " if m in sys.modules]\n"
+        "print(heavy)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
