@@ -32,6 +32,7 @@ from _common import (
 )
 
 from rlab_core.builtin import jail
+from rlab_core.builtin.bwrap_binary import find_bwrap
 
 #: mode name -> (local sandbox isolation, target for the median of figure (a), seconds)
 MODES = {"plain": ("none", 0.25), "jailed": ("bubblewrap", 0.6)}
@@ -89,6 +90,7 @@ def jailed_python(scratch: Path) -> list[str]:
     for folder in folders.values():
         folder.mkdir(parents=True, exist_ok=True)
     prefix = jail.bubblewrap_args(
+        bwrap=find_bwrap(),
         python=sys.executable,
         workdir=folders["work"],
         data_dir=folders["data"],

@@ -245,9 +245,9 @@ def main() -> int:
         print(f"{name} ({task.primary_metric}): {json.dumps(row)}", flush=True)
     if args.out:
         args.out.write_text(json.dumps(figures, indent=1))
-    from rlab_relbench.build import force_rmtree
+    from rlab_core.api import remove_tree
 
-    force_rmtree(root)  # the cache folders are read-only by design
+    remove_tree(root)  # the cache folders are read-only by design
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Shared fixtures: the toy benchmark and scripted agent, run for real through the loop."""
+"""Shared fixtures: the testing kit's toy benchmark and scripted agent, run for real."""
 
 from __future__ import annotations
 
@@ -9,35 +9,21 @@ from typing import Any
 
 import pytest
 
-TESTS = Path(__file__).parent
-if str(TESTS) not in sys.path:
-    sys.path.insert(0, str(TESTS))
-
-from toy import plugin as toy_plugin  # noqa: E402
-
-from rlab_core.config import RunConfig  # noqa: E402
-from rlab_core.plugins import PluginHost  # noqa: E402
-from rlab_core.runner import RunOutcome, start_run  # noqa: E402
+from rlab_core.config import RunConfig
+from rlab_core.plugins import PluginHost
+from rlab_core.runner import RunOutcome, start_run
+from rlab_core.testing.toy import edit, extra
 
 pytest_plugins = ["rlab_core.testing.fixtures"]
 
+TESTS = Path(__file__).parent
 REPO = TESTS.parent
+# test modules import helpers from here (`from conftest import cli_env`); pytest's importlib
+# mode puts no folder on sys.path
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))
 
-
-def edit(anchor: str, replacement: str, file: str = "main.py") -> dict[str, str]:
-    return {"file": file, "anchor": anchor, "replacement": replacement}
-
-
-def extra(code: str) -> dict[str, str]:
-    """An edit that inserts candidate code at the toy seed's '# extra behaviour' marker."""
-    return edit("# extra behaviour\n", code.rstrip("\n") + "\n# extra behaviour\n")
-
-
-@pytest.fixture
-def toy_host() -> PluginHost:
-    host = PluginHost(use_entry_points=False, strict=True)
-    host.register(toy_plugin, name="toy")
-    return host
+__all__ = ["REPO", "RLAB", "TESTS", "cli_env", "edit", "extra"]
 
 
 @pytest.fixture
@@ -65,8 +51,7 @@ def cli_env(tmp_path: Path, **extra_env: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLAB_")}
     env.update(
         {
-            "RLAB_PLUGIN_MODULES": "toy.plugin",
-            "PYTHONPATH": str(TESTS),
+            "RLAB_PLUGIN_MODULES": "rlab_core.testing.toy.plugin",
             "RLAB_CACHE_HOME": str(tmp_path / "rlab-cache"),
             "COLUMNS": "200",
             **extra_env,

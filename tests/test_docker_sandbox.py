@@ -25,7 +25,7 @@ from rlab_core.builtin.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from rlab_core.errors import SandboxUnavailableError
 from rlab_core.journal import replay
 from rlab_core.records import NodeKind, NodeStatus
-from rlab_core.testing import check_sandbox
+from rlab_core.testing import TOY_SEED_DIR, check_sandbox
 from rlab_core.testing.conformance import _request
 
 
@@ -159,7 +159,7 @@ def test_candidate_has_no_network_no_outside_view_and_no_secrets(
         )
         seed = tmp_path / "probe-seed"
         seed.mkdir()
-        toy_seed = (Path(__file__).parent / "toy" / "seed" / "main.py").read_text()
+        toy_seed = (TOY_SEED_DIR / "main.py").read_text()
         (seed / "main.py").write_text(toy_seed.replace("# extra behaviour\n", code))
         outcome = run_toy(
             [], debug_tries=0, sandbox="docker", benchmark_options={"seed_dir": str(seed)}

@@ -232,7 +232,7 @@ def test_a_typical_ml_program_has_no_capability():
 SEEDS = sorted(
     [
         *ROOT.glob("plugins/*/src/*/seeds/*/*.py"),
-        ROOT / "tests/toy/seed/main.py",
+        ROOT / "src/rlab_core/testing/toy/seed/main.py",
     ]
 )
 #: Capabilities a seed legitimately uses (its children may keep them); none today.

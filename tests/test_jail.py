@@ -14,7 +14,7 @@ from rlab_core.builtin.jail_netns import find_netns
 from rlab_core.builtin.local_sandbox import LocalSandbox, LocalSandboxConfig
 from rlab_core.journal import replay
 from rlab_core.records import NodeKind
-from rlab_core.testing import check_sandbox
+from rlab_core.testing import TOY_SEED_DIR, check_sandbox
 
 needs_bwrap = pytest.mark.skipif(
     not jail.bubblewrap_works(), reason="bubblewrap is not available here"
@@ -96,7 +96,7 @@ def _probe(run_toy, rlab_cache, tmp_path, monkeypatch, isolation: str) -> tuple[
         # the probe is the seed itself: the guard would (rightly) refuse an edit adding `socket`
         seed = tmp_path / "probe-seed"
         seed.mkdir()
-        toy_seed = (Path(__file__).parent / "toy" / "seed" / "main.py").read_text()
+        toy_seed = (TOY_SEED_DIR / "main.py").read_text()
         (seed / "main.py").write_text(toy_seed.replace("# extra behaviour\n", code))
         outcome = run_toy(
             [],

@@ -12,16 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TESTS, extra
-from rlab_agents import plugin as agents_plugin
-from toy import plugin as toy_plugin
+from conftest import extra
 
 from rlab_core.config import RunConfig
 from rlab_core.journal import replay
 from rlab_core.plugins import PluginHost
 from rlab_core.records import NodeKind, NodeStatus
-from rlab_core.run_folder import RunFolder
+from rlab_core.run_folder import open_run
 from rlab_core.runner import RunOutcome, resume_run, start_run
+from rlab_core.testing import playbook as playbook_plugin
+from rlab_core.testing.toy import plugin as toy_plugin
 
 
 def move(move_id: str, code: str, sleep_s: float) -> dict[str, Any]:
@@ -59,7 +59,7 @@ WORSENING = [
 def host() -> PluginHost:
     host = PluginHost(use_entry_points=False, strict=True)
     host.register(toy_plugin, name="toy")
-    host.register(agents_plugin, name="agents")
+    host.register(playbook_plugin, name="ranked-playbook")
     return host
 
 
@@ -68,8 +68,7 @@ def run_playbook(
 ) -> RunOutcome:
     config = RunConfig(
         task="toy:line",
-        agent="playbook",
-        agent_options={"exploration": 0.0},
+        agent="ranked-playbook",
         benchmark_options={"playbook": moves, "staged": staged},
         out=out,
         **{"iterations": 6, "min_iterations": 100, **overrides},
@@ -207,19 +206,17 @@ def test_stage_node_id_and_top_nodes_reach_the_candidate(host, tmp_path):
 def start_in_subprocess(out: Path, tmp_path: Path, moves, iterations: int) -> subprocess.Popen:
     """A parallel playbook run (3 workers) in its own process, to be killed or interrupted."""
     script = f"""
-import sys
-sys.path.insert(0, {str(TESTS)!r})
-from toy import plugin as toy_plugin
-from rlab_agents import plugin as agents_plugin
+from rlab_core.testing import playbook as playbook_plugin
+from rlab_core.testing.toy import plugin as toy_plugin
 from rlab_core.config import RunConfig
 from rlab_core.plugins import PluginHost
 from rlab_core.runner import start_run
 import json
 host = PluginHost(use_entry_points=False, strict=True)
 host.register(toy_plugin, name="toy")
-host.register(agents_plugin, name="agents")
+host.register(playbook_plugin, name="ranked-playbook")
 moves = json.loads({json.dumps(json.dumps(moves))})
-start_run(host, RunConfig(task="toy:line", agent="playbook", agent_options={{"exploration": 0.0}},
+start_run(host, RunConfig(task="toy:line", agent="ranked-playbook",
     benchmark_options={{"playbook": moves}}, out={str(out)!r}, iterations={iterations},
     min_iterations=100, workers=3))
 """
@@ -251,8 +248,7 @@ def test_sigkill_during_a_parallel_run_loses_only_running_nodes_and_resumes(host
     assert before.stop_reason is None and 2 <= len(before.in_flight) <= 3
     kept = set(before.tree.nodes)
 
-    run = RunFolder.open(journal.parent)
-    resumed = resume_run(host, run)
+    resumed = resume_run(host, open_run(journal.parent))
     after = replay(resumed.run.journal_path)
     assert kept <= set(after.tree.nodes)  # every completed node survived
     assert not after.in_flight
@@ -310,7 +306,7 @@ def test_cancel_stops_a_running_candidate_from_another_thread(tmp_path):
 
 
 def test_agents_that_allow_it_propose_from_several_threads_at_once(run_toy):
-    from toy.agent import ScriptedAgent
+    from rlab_core.testing.toy.agent import ScriptedAgent
 
     script = [
         {"hypothesis": f"intercept {i}", "edits": [extra(f"INTERCEPT = {i / 4}")]}

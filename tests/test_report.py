@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from conftest import RLAB, cli_env, edit, extra
 from rich.console import Console
-from toy import plugin as toy_plugin
 
 from rlab_core.config import RunConfig
 from rlab_core.final import finalize
@@ -26,6 +25,7 @@ from rlab_core.report.live import LiveProgress
 from rlab_core.report.status import Outcome, classify
 from rlab_core.run_folder import RunFolder
 from rlab_core.runner import start_run
+from rlab_core.testing.toy import plugin as toy_plugin
 
 XSS = "</script><script>document.title='pwned'</script><img src=x onerror=alert(1)> & \u2028"
 

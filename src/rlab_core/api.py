@@ -11,13 +11,16 @@ core, which may change without notice (a test in the core's suite enforces it). 
   agent-context records, the sandbox request);
 - **errors**: the exceptions a plugin raises or handles;
 - **editing**: reading and writing candidate sources, anchored edits, the edit boundary,
-  diffs, and building a child from a proposal exactly as the loop does;
+  diffs, and building a child from a proposal exactly as the loop does (``build_child``,
+  for an agent's dry run);
 - **guard and environment**: the capability check and the candidate environment allow-list;
 - **budgets and stop rules**: stages by budget progress, budget stop reasons, the
   convergence rule;
 - **sandboxes**: taking outputs as data, the local sandbox (for sandboxes that run
   candidates on other machines), the process supervisor's pieces and the log-tail reader;
 - **cache**: rlab's cache folder and the one prepared-folder builder;
+- **events**: the journal's typed events and ``parse_event``, for observers
+  (``rlab_observe_event`` receives each event as its journal line);
 - **command line**: running an ``rlab`` command in-process.
 """
 
@@ -67,6 +70,10 @@ if TYPE_CHECKING:  # the names for type checkers and readers; at run time they l
         read_marker,
         remove_tree,
     )
+    from rlab_core.child import (
+        ChildSource,
+        build_child,
+    )
     from rlab_core.edits import (
         MAX_SOURCE_FILE_BYTES,
         SourceFiles,
@@ -94,6 +101,20 @@ if TYPE_CHECKING:  # the names for type checkers and readers; at run time they l
         RunFolderError,
         SandboxUnavailableError,
         UnknownNameError,
+    )
+    from rlab_core.events import (
+        BestExported,
+        BranchClosed,
+        Event,
+        FinalScored,
+        NodeAbandoned,
+        NodeFinished,
+        NodeStarted,
+        ParentExhausted,
+        RunResumed,
+        RunStarted,
+        RunStopped,
+        parse_event,
     )
     from rlab_core.guard import (
         BASE_ENV_ALLOW,
@@ -126,6 +147,16 @@ if TYPE_CHECKING:  # the names for type checkers and readers; at run time they l
         TakenOutputs,
         disk_usage_bytes,
         take_outputs,
+    )
+    from rlab_core.package_data import (
+        package_data_dir,
+    )
+    from rlab_core.playbook_rules import (
+        applicable_moves,
+        fix_proposal,
+        lineage_of,
+        move_proposal,
+        moves_on_lineage,
     )
     from rlab_core.records import (
         Edit,
@@ -162,6 +193,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "AgentContext": ("rlab_core.agent_context", "AgentContext"),
     "AgentError": ("rlab_core.errors", "AgentError"),
     "AgentInfo": ("rlab_core.hookspecs", "AgentInfo"),
+    "applicable_moves": ("rlab_core.playbook_rules", "applicable_moves"),
     "apply_edit": ("rlab_core.edits", "apply_edit"),
     "apply_edits": ("rlab_core.edits", "apply_edits"),
     "apply_rewrite": ("rlab_core.edits", "apply_rewrite"),
@@ -169,8 +201,11 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "BASE_ENV_ALLOW": ("rlab_core.guard", "BASE_ENV_ALLOW"),
     "Benchmark": ("rlab_core.interfaces", "Benchmark"),
     "BenchmarkInfo": ("rlab_core.hookspecs", "BenchmarkInfo"),
+    "BestExported": ("rlab_core.events", "BestExported"),
+    "BranchClosed": ("rlab_core.events", "BranchClosed"),
     "budget_stop_reason": ("rlab_core.budget", "budget_stop_reason"),
     "BudgetProgress": ("rlab_core.agent_context", "BudgetProgress"),
+    "build_child": ("rlab_core.child", "build_child"),
     "build_prepared": ("rlab_core.cache", "build_prepared"),
     "cache_home": ("rlab_core.cache", "cache_home"),
     "candidate_environment": ("rlab_core.guard", "candidate_environment"),
@@ -179,6 +214,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "changed_files": ("rlab_core.edits", "changed_files"),
     "check_boundary": ("rlab_core.edits", "check_boundary"),
     "check_new_tokens": ("rlab_core.guard", "check_new_tokens"),
+    "ChildSource": ("rlab_core.child", "ChildSource"),
     "common_stop_reason": ("rlab_core.builtin.convergence", "common_stop_reason"),
     "ConfigError": ("rlab_core.errors", "ConfigError"),
     "ContractError": ("rlab_core.errors", "ContractError"),
@@ -191,24 +227,36 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "EditError": ("rlab_core.errors", "EditError"),
     "EmptyConfig": ("rlab_core.hookspecs", "EmptyConfig"),
     "ENSEMBLE_STAGE_FROM": ("rlab_core.budget", "ENSEMBLE_STAGE_FROM"),
+    "Event": ("rlab_core.events", "Event"),
     "Execution": ("rlab_core.records", "Execution"),
     "Failure": ("rlab_core.records", "Failure"),
     "FailureStage": ("rlab_core.records", "FailureStage"),
+    "FinalScored": ("rlab_core.events", "FinalScored"),
+    "fix_proposal": ("rlab_core.playbook_rules", "fix_proposal"),
     "GuardRefusal": ("rlab_core.errors", "GuardRefusal"),
     "hookimpl": ("rlab_core.hookspecs", "hookimpl"),
     "is_secret_name": ("rlab_core.guard", "is_secret_name"),
     "ISOLATION_LEVELS": ("rlab_core.builtin.jail", "LEVELS"),
+    "lineage_of": ("rlab_core.playbook_rules", "lineage_of"),
     "LocalSandbox": ("rlab_core.builtin.local_sandbox", "LocalSandbox"),
     "LocalSandboxConfig": ("rlab_core.builtin.local_sandbox", "LocalSandboxConfig"),
     "MAX_SOURCE_FILE_BYTES": ("rlab_core.edits", "MAX_SOURCE_FILE_BYTES"),
     "MINI_STAGE_BELOW": ("rlab_core.budget", "MINI_STAGE_BELOW"),
     "ModeInfo": ("rlab_core.hookspecs", "ModeInfo"),
+    "move_proposal": ("rlab_core.playbook_rules", "move_proposal"),
+    "moves_on_lineage": ("rlab_core.playbook_rules", "moves_on_lineage"),
     "Node": ("rlab_core.records", "Node"),
+    "NodeAbandoned": ("rlab_core.events", "NodeAbandoned"),
+    "NodeFinished": ("rlab_core.events", "NodeFinished"),
     "NodeKind": ("rlab_core.records", "NodeKind"),
+    "NodeStarted": ("rlab_core.events", "NodeStarted"),
     "NodeStatus": ("rlab_core.records", "NodeStatus"),
     "NodeSummary": ("rlab_core.agent_context", "NodeSummary"),
     "NothingToPropose": ("rlab_core.errors", "NothingToPropose"),
     "OutputsRefused": ("rlab_core.outputs", "OutputsRefused"),
+    "package_data_dir": ("rlab_core.package_data", "package_data_dir"),
+    "ParentExhausted": ("rlab_core.events", "ParentExhausted"),
+    "parse_event": ("rlab_core.events", "parse_event"),
     "PlaybookMove": ("rlab_core.task_records", "PlaybookMove"),
     "PluginError": ("rlab_core.errors", "PluginError"),
     "PreparedBuild": ("rlab_core.cache", "PreparedBuild"),
@@ -222,6 +270,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "RepairContext": ("rlab_core.agent_context", "RepairContext"),
     "RlabUserError": ("rlab_core.errors", "RlabUserError"),
     "RunFolderError": ("rlab_core.errors", "RunFolderError"),
+    "RunResumed": ("rlab_core.events", "RunResumed"),
+    "RunStarted": ("rlab_core.events", "RunStarted"),
+    "RunStopped": ("rlab_core.events", "RunStopped"),
     "Sandbox": ("rlab_core.interfaces", "Sandbox"),
     "SandboxInfo": ("rlab_core.hookspecs", "SandboxInfo"),
     "SandboxRequest": ("rlab_core.task_records", "SandboxRequest"),

@@ -2,24 +2,35 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rlab_core.agent_context import BudgetProgress
-from rlab_core.config import RunConfig
 from rlab_core.tree import Tree
 
 
-def progress_of(tree: Tree, config: RunConfig, elapsed_s: float) -> BudgetProgress:
+@dataclass(frozen=True)
+class Budgets:
+    """The run's budgets; ``None`` is unbounded."""
+
+    iterations: int | None = None
+    time_budget_s: float | None = None
+    max_tokens: int | None = None
+    max_cost: float | None = None
+
+
+def progress_of(tree: Tree, budgets: Budgets, elapsed_s: float) -> BudgetProgress:
     """How much of each budget the run has used so far."""
     tokens = sum(n.usage.total_tokens for n in tree)
     cost = sum(n.usage.cost_usd for n in tree)
     return BudgetProgress(
         iterations_used=tree.iterations_used(),
-        iterations_max=config.iterations,
+        iterations_max=budgets.iterations,
         elapsed_s=elapsed_s,
-        time_budget_s=config.time_budget_s,
+        time_budget_s=budgets.time_budget_s,
         tokens_used=tokens,
-        max_tokens=config.max_tokens,
+        max_tokens=budgets.max_tokens,
         cost_used=cost,
-        max_cost=config.max_cost,
+        max_cost=budgets.max_cost,
     )
 
 

@@ -93,6 +93,8 @@ def build_prepared(target: Path, *, read_only_folders: bool = False) -> Iterator
             if path.is_symlink():
                 continue
             if path.is_file():
+                if path.stat().st_nlink > 1:
+                    continue  # a hard link shares its mode with a source file outside the folder
                 os.chmod(path, 0o444)
             elif read_only_folders:
                 os.chmod(path, 0o555)

@@ -13,18 +13,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rlab_core.errors import ConfigError, UnknownNameError
 from rlab_core.plugins import PluginHost, validate_model
 
 PLUGIN_SECTIONS = ("agent_options", "strategy_options", "sandbox_options", "benchmark_options")
+#: Marks a user mode whose file could not be read (its values hold the reason).
+_BROKEN = "__broken__"
 
 
 class RunConfig(BaseModel):
     """Everything that shapes one run; stored whole in ``run.json``."""
 
-    model_config = ConfigDict(extra="forbid")
+    # inf and nan are never a budget, a limit or a target
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     task: str | None = Field(
         default=None, description="BENCHMARK:TASK; default: the installed default task."
@@ -82,20 +85,49 @@ class RunConfig(BaseModel):
     sandbox_options: dict[str, Any] = Field(default_factory=dict)
     benchmark_options: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("out", "seed_candidate", mode="after")
+    @classmethod
+    def _expand_home(cls, value: Path | None) -> Path | None:
+        # `out: ~/runs` in a config file means the home folder, as it would on a shell
+        return None if value is None else value.expanduser()
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice (plain YAML keeps the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} is given twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
 
 def read_config_file(path: Path) -> dict[str, Any]:
     """Read a YAML config file into a mapping; errors name the file and the way out."""
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"Config file {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8."
+        ) from None
     except OSError as exc:
         raise ConfigError(
             f"Cannot read config file {path}: {exc.strerror}; check the path."
         ) from None
     try:
-        data = yaml.safe_load(text) or {}
+        data = yaml.load(text, Loader=_StrictLoader) or {}
     except yaml.YAMLError as exc:
+        where = (
+            f" at line {exc.problem_mark.line + 1}" if getattr(exc, "problem_mark", None) else ""
+        )
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(
-            f"Config file {path} is not valid YAML ({exc}); fix its syntax."
+            f"Config file {path} is not valid YAML{where} ({problem}); fix it."
         ) from None
     if not isinstance(data, dict):
         raise ConfigError(
@@ -122,7 +154,12 @@ def available_modes(host: PluginHost) -> dict[str, tuple[str, dict[str, Any]]]:
     for folder in reversed(user_mode_dirs()):
         if folder.is_dir():
             for file in sorted(folder.glob("*.y*ml")):
-                values = read_config_file(file)
+                try:
+                    values = read_config_file(file)
+                except ConfigError as exc:
+                    # one broken file spoils only its own mode: using it says why
+                    modes[file.stem] = (f"BROKEN: {exc}", {_BROKEN: str(exc)})
+                    continue
                 modes[file.stem] = (str(values.pop("summary", f"user mode from {file}")), values)
     return modes
 
@@ -132,7 +169,10 @@ def resolve_mode(host: PluginHost, name: str) -> dict[str, Any]:
     modes = available_modes(host)
     for key in (name, name.upper(), name.lower()):
         if key in modes:
-            return modes[key][1]
+            values = modes[key][1]
+            if _BROKEN in values:
+                raise ConfigError(f"Mode '{key}' cannot be used: {values[_BROKEN]}")
+            return values
     raise UnknownNameError(
         f"Unknown mode '{name}'; available: {', '.join(sorted(modes)) or 'none'}."
     )

@@ -1,7 +1,7 @@
 """Evaluating one candidate: sandbox run(s), private outputs, contract check, validation score.
 
 The loop hands over a node's source folder; this module runs it as the candidate contract
-(ARCHITECTURE §5) says — a fresh working copy, the allow-listed environment, the smoke
+(docs/user-guide.md, "The candidate contract") says — a fresh working copy, the allow-listed environment, the smoke
 stage first when the task asks for one — and turns what happened into an execution record,
 a validation score or a failure with its cause.
 """
@@ -11,7 +11,9 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rlab_core.config import RunConfig
 from rlab_core.edits import copy_source
@@ -53,49 +55,83 @@ def describe_execution_failure(execution: Execution, limits: SandboxRequest) -> 
     return f"exited with code {execution.exit_code}{hint}"
 
 
+@dataclass(frozen=True)
+class CandidateSettings:
+    """How every candidate of a run is started: limits, threads, seed, extra variables.
+
+    The run's options where given, else the task's own limits; built once per run.
+    """
+
+    timeout_s: float
+    memory_mb: int
+    max_output_mb: float
+    disk_mb: int
+    outputs_mb: float
+    smoke_timeout_s: float
+    smoke: bool
+    threads: int
+    seed: int
+    env_allow: tuple[str, ...] = ()
+
+    @classmethod
+    def for_task(cls, config: RunConfig, task: PreparedTask) -> CandidateSettings:
+        """The settings of ``config`` (a run's options) over ``task``'s defaults."""
+        limits = task.limits
+        return cls(
+            timeout_s=config.timeout_s or limits.timeout_s,
+            memory_mb=config.memory_mb or limits.memory_mb,
+            max_output_mb=config.max_output_mb or limits.max_output_mb,
+            disk_mb=config.disk_mb or limits.disk_mb,
+            outputs_mb=config.outputs_mb or limits.outputs_mb,
+            smoke_timeout_s=limits.smoke_timeout_s,
+            smoke=task.smoke_run if config.smoke_run is None else config.smoke_run,
+            # the cores shared out among the candidates that run at once
+            threads=config.threads or max(1, (os.cpu_count() or 1) // config.workers),
+            seed=config.seed,
+            env_allow=tuple(config.env_allow),
+        )
+
+
 class CandidateEvaluator:
     """Runs and scores the candidates of one run."""
 
     def __init__(
-        self, *, config: RunConfig, run: RunFolder, task: PreparedTask, sandbox: Sandbox
+        self,
+        *,
+        settings: CandidateSettings,
+        run: RunFolder,
+        task: PreparedTask,
+        sandbox: Sandbox[Any],
     ) -> None:
-        self.config = config
+        self.settings = settings
         self.run = run
         self.task = task
         self.sandbox = sandbox
-        limits = task.limits
-        self.timeout_s = config.timeout_s or limits.timeout_s
-        self.memory_mb = config.memory_mb or limits.memory_mb
-        self.max_output_mb = config.max_output_mb or limits.max_output_mb
-        self.disk_mb = config.disk_mb or limits.disk_mb
-        self.outputs_mb = config.outputs_mb or limits.outputs_mb
-        self.smoke = task.smoke_run if config.smoke_run is None else config.smoke_run
-        self.threads = config.threads or max(1, (os.cpu_count() or 1) // config.workers)
 
     def _contract_env(
         self, node_id_: str, workdir: Path, output_dir: Path, stage: str, top_nodes: list[str]
     ) -> dict[str, str]:
-        threads = str(self.threads)
+        threads = str(self.settings.threads)
         contract = {
             "RLAB_NODE_ID": node_id_,
             "RLAB_DATA_DIR": str(self.task.data_dir),
             "RLAB_OUTPUT_DIR": str(output_dir),
             "RLAB_CACHE_DIR": str(self.run.cache_dir),
             "RLAB_STAGE": stage,
-            "RLAB_SEED": str(self.config.seed),
+            "RLAB_SEED": str(self.settings.seed),
             "RLAB_THREADS": threads,
             "HOME": str(workdir),
             "TMPDIR": "/tmp",
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONUNBUFFERED": "1",
-            "PYTHONHASHSEED": str(self.config.seed),
+            "PYTHONHASHSEED": str(self.settings.seed),
             "MPLBACKEND": "Agg",
             **dict.fromkeys(THREAD_VARIABLES, threads),
         }
         if stage == "ensemble":
             # the best evaluated nodes, best first: their cached predictions are combined
             contract["RLAB_TOP_NODES"] = ",".join(top_nodes)
-        return candidate_environment(os.environ, contract, self.config.env_allow)
+        return candidate_environment(os.environ, contract, self.settings.env_allow)
 
     def _sandbox_request(
         self,
@@ -119,12 +155,12 @@ class CandidateEvaluator:
                 *self.task.hidden_paths(),
                 self.run.root,  # the run folder: other nodes, private predictions, the journal
             ],
-            timeout_s=self.task.limits.smoke_timeout_s if smoke else self.timeout_s,
-            memory_mb=self.memory_mb,
-            max_output_mb=self.max_output_mb,
-            threads=self.threads,
-            disk_mb=self.disk_mb,
-            outputs_mb=self.outputs_mb,
+            timeout_s=self.settings.smoke_timeout_s if smoke else self.settings.timeout_s,
+            memory_mb=self.settings.memory_mb,
+            max_output_mb=self.settings.max_output_mb,
+            threads=self.settings.threads,
+            disk_mb=self.settings.disk_mb,
+            outputs_mb=self.settings.outputs_mb,
         )
 
     def evaluate(
@@ -154,7 +190,7 @@ class CandidateEvaluator:
         try:
             shutil.rmtree(scratch, ignore_errors=True)
             scratch.mkdir(parents=True)
-            if self.smoke:
+            if self.settings.smoke:
                 smoke_out = scratch / "smoke_outputs"
                 smoke_out.mkdir()
                 execution, failure = self._run_stage(
@@ -201,7 +237,7 @@ class CandidateEvaluator:
         output_dir = self.run.node_dir(node_id_) / "outputs"
         shutil.rmtree(output_dir, ignore_errors=True)
         try:
-            take_outputs(candidate_out, output_dir, max_bytes=int(self.outputs_mb * 2**20))
+            take_outputs(candidate_out, output_dir, max_bytes=int(self.settings.outputs_mb * 2**20))
             self._move_private_outputs(node_id_, output_dir)
             problems = self.task.validate_outputs(output_dir, "val")
             if problems:

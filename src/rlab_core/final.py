@@ -8,21 +8,27 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rlab_core.config import RunConfig
 from rlab_core.edits import read_source
 from rlab_core.errors import ContractError, RlabUserError
+from rlab_core.events import FinalScored
 from rlab_core.guard import audit_code, audit_source, core_audit_patterns
-from rlab_core.journal import Journal, replay
+from rlab_core.journal import Journal
 from rlab_core.outputs import take_outputs
 from rlab_core.plugins import PluginHost
-from rlab_core.report.html import write_report_quietly
-from rlab_core.run_folder import RunFolder
+from rlab_core.recorder import Recorder
+from rlab_core.run_folder import OpenedRun, RunFolder, open_run
 from rlab_core.runner import prepare_task
 
 
-def finalize(host: PluginHost, run: RunFolder, *, force: bool = False) -> dict[str, Any]:
-    """Write ``final_report.json`` for the validation-chosen node; refuse a second time unless forced."""
-    state = replay(run.journal_path)
+def finalize(
+    host: PluginHost, run: OpenedRun | RunFolder, *, force: bool = False
+) -> dict[str, Any]:
+    """Write ``final_report.json`` for the validation-chosen node; refuse a second time unless forced.
+
+    ``run`` is a run read by :func:`~rlab_core.run_folder.open_run` (or its folder, opened here).
+    """
+    opened = run if isinstance(run, OpenedRun) else open_run(run.root)
+    run, state, info, config = opened.folder, opened.state, opened.info, opened.config
     if state.finals and not force:
         first = state.finals[0]
         raise RlabUserError(
@@ -35,9 +41,7 @@ def finalize(host: PluginHost, run: RunFolder, *, force: bool = False) -> dict[s
         raise RlabUserError(
             "This run has no evaluated node, so there is nothing to score; run or resume it first."
         )
-    info = run.read_run_json()
-    config = RunConfig.model_validate(info["config"])
-    task = prepare_task(host, config, info["task"])
+    task = prepare_task(host, opened.task, config.benchmark_options)
 
     private = run.private_node_dir(best.id)
     test_outputs = private if private.is_dir() else run.node_dir(best.id) / "outputs"
@@ -94,14 +98,13 @@ def finalize(host: PluginHost, run: RunFolder, *, force: bool = False) -> dict[s
         "scored_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     Path(run.final_report).write_text(json.dumps(report, indent=2))
-    journal = Journal(run.journal_path)
+    # the observers hear of it too: the dashboard shows the test metrics from now on
+    recorder = Recorder(Journal(run.journal_path), run, notify=host.notify)
     try:
         # no test number enters the journal: agents and strategies read the journal's tree
-        event = journal.append(
-            "final", node_id=best.id, forced=bool(state.finals), report=run.final_report.name
+        recorder.record(
+            FinalScored(node_id=best.id, forced=bool(state.finals), report=run.final_report.name)
         )
     finally:
-        journal.close()
-    host.notify(event, run.root)
-    write_report_quietly(run)  # the dashboard shows the test metrics from now on
+        recorder.close()
     return report

@@ -4,6 +4,10 @@ Every event is one JSON line, written with a single ``write`` and flushed (and f
 before the call returns, so a run killed at any moment — SIGKILL included — leaves every
 completed event on disk and at most one torn last line, which replay tolerates and
 ``Journal.open`` trims before appending.
+
+The events are the typed records of :mod:`rlab_core.events`, written by
+:class:`rlab_core.recorder.Recorder`. Replay folds them into a :class:`RunState` and
+accepts every line rlab has written (older shapes included), reading only the keys it needs.
 """
 
 from __future__ import annotations
@@ -20,6 +24,19 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rlab_core.errors import RunFolderError
+from rlab_core.events import (
+    ENVELOPE,
+    BestExported,
+    BranchClosed,
+    FinalScored,
+    NodeAbandoned,
+    NodeFinished,
+    NodeStarted,
+    ParentExhausted,
+    RunResumed,
+    RunStarted,
+    RunStopped,
+)
 from rlab_core.records import Node
 from rlab_core.tree import Tree
 
@@ -124,7 +141,7 @@ def node_id(number: int) -> str:
     return f"n{number:04d}"
 
 
-class _NodeFinished(BaseModel):
+class _NodeFinishedLine(BaseModel):
     """Parses a ``node_finished`` line straight into a :class:`Node` (faster than json + validate)."""
 
     model_config = ConfigDict(extra="ignore")
@@ -133,7 +150,7 @@ class _NodeFinished(BaseModel):
     node: Node
 
 
-_NODE_FINISHED = b'"type":"node_finished"'
+_NODE_FINISHED = f'"type":"{NodeFinished.TYPE}"'.encode()
 
 
 def _lines(path: Path) -> Iterator[tuple[bytes, bool]]:
@@ -177,7 +194,7 @@ def _fold(path: Path) -> RunState:
     for number, (line, is_last) in enumerate(_lines(path), start=1):
         try:
             if _NODE_FINISHED in line:
-                finished = _NodeFinished.model_validate_json(line)
+                finished = _NodeFinishedLine.model_validate_json(line)
                 node = finished.node
                 started.pop(node.id, None)
                 state.tree.add(node)
@@ -197,27 +214,27 @@ def _fold(path: Path) -> RunState:
         state.events += 1
         kind = event.get("type")
         t = float(event.get("t", 0.0))
-        if kind in ("run_started", "run_resumed"):
+        if kind in (RunStarted.TYPE, RunResumed.TYPE):
             if session_start is not None and last_t is not None:
                 state.elapsed_s += last_t - session_start
             session_start = t
-            if kind == "run_started":
-                state.run_info = {k: v for k, v in event.items() if k not in ("seq", "t", "type")}
+            if kind == RunStarted.TYPE:
+                state.run_info = {k: v for k, v in event.items() if k not in ENVELOPE}
             state.stop_reason = None
-        elif kind == "node_started":
+        elif kind == NodeStarted.TYPE:
             started[event["id"]] = event
             state.max_node_number = max(state.max_node_number, int(event["id"][1:]))
-        elif kind == "node_abandoned":
+        elif kind == NodeAbandoned.TYPE:
             started.pop(event["id"], None)
-        elif kind == "branch_closed":
+        elif kind == BranchClosed.TYPE:
             state.tree.close_branch(event["node_ids"], event.get("reason", ""))
-        elif kind == "run_stopped":
+        elif kind == RunStopped.TYPE:
             state.stop_reason = event.get("reason")
-        elif kind == "parent_exhausted":
+        elif kind == ParentExhausted.TYPE:
             state.exhausted.add(event["node_id"])
-        elif kind == "best_exported":
+        elif kind == BestExported.TYPE:
             state.best_exported = event.get("node_id")
-        elif kind == "final":
+        elif kind == FinalScored.TYPE:
             state.finals.append(event)
         last_t = t
     if session_start is not None and last_t is not None:

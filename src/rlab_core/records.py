@@ -1,6 +1,6 @@
 """Records of one node: what was proposed, what ran, how it scored.
 
-The words of the architecture (``shared/ARCHITECTURE.md``, "Words") as data: an
+rlab's words as data: an
 :class:`Edit`, a :class:`Proposal` (hypothesis plus edits), the :class:`Execution` record a
 sandbox returns, the :class:`Score` a benchmark computes and the :class:`Node` that ties
 them together. Records of tasks and of what agents see live in

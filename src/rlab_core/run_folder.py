@@ -1,4 +1,4 @@
-"""The layout of one run on disk (``shared/ARCHITECTURE.md``, "A run on disk")."""
+"""The layout of one run on disk (docs/user-guide.md, "The run folder")."""
 
 from __future__ import annotations
 
@@ -6,11 +6,15 @@ import json
 import os
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from rlab_core.config import RunConfig
 from rlab_core.errors import RunFolderError
-from rlab_core.journal import JOURNAL_NAME
+from rlab_core.journal import JOURNAL_NAME, RunState, replay
 
 
 class RunFolder:
@@ -113,9 +117,56 @@ class RunFolder:
         tmp.replace(self.run_json)
 
     def read_run_json(self) -> dict[str, Any]:
+        """``run.json`` as a mapping; a missing, torn or foreign file is one clear sentence."""
         try:
-            return json.loads(self.run_json.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+            data = json.loads(self.run_json.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
             raise RunFolderError(
                 f"Cannot read {self.run_json}: {exc}; the run folder is incomplete."
             ) from None
+        if not isinstance(data, dict):
+            raise RunFolderError(
+                f"{self.run_json} holds a {type(data).__name__}, not a run's record; the run "
+                "folder is damaged: restore run.json from a copy."
+            )
+        return data
+
+
+@dataclass
+class OpenedRun:
+    """An existing run, read once: its folder, ``run.json``, its configuration and the
+    journal's replayed state."""
+
+    folder: RunFolder
+    info: dict[str, Any]
+    config: RunConfig
+    state: RunState
+
+    @property
+    def task(self) -> str:
+        return str(self.info["task"])
+
+
+def open_run(path: Path | str, out: Path = Path("runs")) -> OpenedRun:
+    """Find a run (path, id under ``out``, or ``latest``) and read it once.
+
+    The one way the CLI and the runner open a run: ``run.json`` is checked and its
+    configuration validated, and the journal is replayed, a single time.
+    """
+    folder = RunFolder.open(path, out)
+    info = folder.read_run_json()
+    if not isinstance(info.get("task"), str) or not isinstance(info.get("config"), dict):
+        raise RunFolderError(
+            f"{folder.run_json} lacks the task or the configuration; the run folder is damaged: "
+            "restore run.json from a copy."
+        )
+    try:
+        config = RunConfig.model_validate(info["config"])
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "config"
+        raise RunFolderError(
+            f"The configuration in {folder.run_json} is not valid for this rlab ({where}: "
+            f"{first['msg']}); resume it with the rlab version that started it."
+        ) from None
+    return OpenedRun(folder, info, config, replay(folder.journal_path))

@@ -12,19 +12,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from rlab_core import __version__
+from rlab_core.budget import Budgets
 from rlab_core.cache import cache_home
 from rlab_core.config import RunConfig
 from rlab_core.edits import copy_source
-from rlab_core.errors import ConfigError, UnknownNameError
-from rlab_core.interfaces import Agent, PreparedTask, Sandbox, Strategy
-from rlab_core.journal import Journal, RunState, replay
+from rlab_core.evaluation import CandidateEvaluator, CandidateSettings
+from rlab_core.events import BestExported, NodeAbandoned, RunResumed, RunStarted
+from rlab_core.interfaces import Agent, PreparedTask, Sandbox, StopRules, Strategy
+from rlab_core.journal import Journal, RunState
 from rlab_core.loop import EventSink, ResearchLoop
+from rlab_core.loop_settings import LoopSettings
 from rlab_core.outputs import OutputsRefused, take_outputs
 from rlab_core.plugins import PluginHost
+from rlab_core.recorder import Recorder
 from rlab_core.records import Node
-from rlab_core.report.html import write_report_quietly
-from rlab_core.run_folder import RunFolder
+from rlab_core.run_folder import OpenedRun, RunFolder
+from rlab_core.run_plan import RunPlan, plan_run
 
 
 @dataclass
@@ -38,78 +44,38 @@ class RunOutcome:
     isolation: str
 
 
-def resolve_task_name(host: PluginHost, task: str | None) -> str:
-    """The full ``BENCHMARK:TASK`` name to run, using the installed default when none is given."""
-    if task:
-        if ":" not in task:
-            benchmarks = ", ".join(host.available("benchmarks")) or "none installed"
-            raise UnknownNameError(
-                f"Task '{task}' has no benchmark prefix; write BENCHMARK:TASK (benchmarks: {benchmarks})."
-            )
-        return task
-    offers = [
-        (reg.info.default_priority, reg.info.default_task)
-        for reg in host.available("benchmarks").values()
-        if reg.info.default_task
-    ]
-    if not offers:
-        raise UnknownNameError(
-            "No task given and no installed benchmark offers a default; pass BENCHMARK:TASK "
-            "(see `rlab list tasks`)."
-        )
-    return max(offers, key=lambda offer: offer[0])[1]
+def prepare_task(
+    host: PluginHost,
+    task: str,
+    options: dict[str, Any] | BaseModel | None = None,
+    *,
+    rebuild_cache: bool = False,
+) -> PreparedTask:
+    """Prepare ``task`` (``BENCHMARK:TASK``) through its benchmark plugin.
 
-
-def resolve_agent_name(host: PluginHost, agent: str | None) -> str:
-    """The agent to use: the given one, or the installed agent with the highest priority."""
-    if agent:
-        return agent
-    agents = host.available("agents")
-    if not agents:
-        raise UnknownNameError(
-            "No agent is installed; install rlab-agents (it brings the offline playbook agent)."
-        )
-    return max(agents.items(), key=lambda item: item[1].info.default_priority)[0]
-
-
-def prepare_task(host: PluginHost, config: RunConfig, task_name: str) -> PreparedTask:
-    """Prepare the task through its benchmark plugin."""
-    benchmark_name, _, task_part = task_name.partition(":")
-    benchmark = host.create("benchmarks", benchmark_name, config.benchmark_options)
-    return benchmark.prepare(
-        task_part, cache_home() / benchmark_name, rebuild_cache=config.rebuild_cache
-    )
-
-
-def _check_seed_candidate(path: Path | None) -> None:
-    if path is None:
-        return
-    if not (Path(path) / "main.py").is_file():
-        raise ConfigError(
-            f"--seed-candidate {path} has no main.py; point it at a folder whose main.py runs the program."
-        )
+    ``options`` are the benchmark's: raw (validated here) or an already validated model.
+    """
+    benchmark_name, _, task_part = task.partition(":")
+    benchmark = host.create_benchmark(benchmark_name, options)
+    return benchmark.prepare(task_part, cache_home() / benchmark_name, rebuild_cache=rebuild_cache)
 
 
 @dataclass
 class _Parts:
     task: PreparedTask
-    agent: Agent
-    strategy: Strategy
-    sandbox: Sandbox
+    agent: Agent[Any]
+    strategy: Strategy[Any]
+    sandbox: Sandbox[Any]
 
 
-def _make_parts(host: PluginHost, config: RunConfig, task_name: str) -> _Parts:
-    # validate every option before preparing data, so a typo fails in milliseconds
-    agent_name = resolve_agent_name(host, config.agent)
-    host.make_config("agents", agent_name, config.agent_options)
-    host.make_config("strategies", config.strategy, config.strategy_options)
-    host.make_config("sandboxes", config.sandbox, config.sandbox_options)
-    _check_seed_candidate(config.seed_candidate)
-    # construct the cheap parts first: a missing executable or daemon fails before data work
-    agent = host.create("agents", agent_name, config.agent_options)
-    strategy = host.create("strategies", config.strategy, config.strategy_options)
-    sandbox = host.create("sandboxes", config.sandbox, config.sandbox_options)
-    task = prepare_task(host, config, task_name)
+def _make_parts(host: PluginHost, plan: RunPlan) -> _Parts:
+    # the cheap parts first: a missing executable or daemon fails before any data work
+    agent = host.create_agent(plan.agent, plan.agent_options)
+    strategy = host.create_strategy(plan.config.strategy, plan.strategy_options)
+    sandbox = host.create_sandbox(plan.config.sandbox, plan.sandbox_options)
+    task = prepare_task(
+        host, plan.task, plan.benchmark_options, rebuild_cache=plan.config.rebuild_cache
+    )
     return _Parts(task=task, agent=agent, strategy=strategy, sandbox=sandbox)
 
 
@@ -132,12 +98,12 @@ def isolation_record(sandbox: Sandbox) -> dict[str, Any]:
     return details
 
 
-def _run_json(host: PluginHost, config: RunConfig, task_name: str, parts: _Parts) -> dict[str, Any]:
+def _run_json(host: PluginHost, plan: RunPlan, parts: _Parts) -> dict[str, Any]:
     return {
-        "task": task_name,
+        "task": plan.task,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "config": json.loads(config.model_dump_json()),
-        "agent": resolve_agent_name(host, config.agent),
+        "config": json.loads(plan.config.model_dump_json()),
+        "agent": plan.agent,
         "primary_metric": parts.task.primary_metric,
         "higher_is_better": parts.task.higher_is_better,
         "isolation": isolation_record(parts.sandbox),
@@ -149,90 +115,122 @@ def _run_json(host: PluginHost, config: RunConfig, task_name: str, parts: _Parts
 
 def start_run(host: PluginHost, config: RunConfig, on_event: EventSink | None = None) -> RunOutcome:
     """Prepare everything, create the run folder and search to a stop reason."""
-    task_name = resolve_task_name(host, config.task)
-    parts = _make_parts(host, config, task_name)
+    plan = plan_run(host, config)  # names and options, validated once, before any work
+    task_name = plan.task
+    parts = _make_parts(host, plan)
     run = RunFolder.create(config.out, task_name)
-    info = _run_json(host, config, task_name, parts)
+    info = _run_json(host, plan, parts)
     run.write_run_json(info)
     journal = Journal(run.journal_path)
     state = RunState()
     loop = _loop(host, config, run, parts, journal, state, on_event)
-    loop.emit(
-        "run_started",
-        run_id=run.run_id,
-        task=task_name,
-        primary_metric=parts.task.primary_metric,
-        higher_is_better=parts.task.higher_is_better,
-        isolation=parts.sandbox.isolation_level(),
-        isolation_warning=info["isolation"].get("warning"),
+    loop.recorder.record(
+        RunStarted(
+            run_id=run.run_id,
+            task=task_name,
+            primary_metric=parts.task.primary_metric,
+            higher_is_better=parts.task.higher_is_better,
+            isolation=parts.sandbox.isolation_level(),
+            isolation_warning=info["isolation"].get("warning"),
+        )
     )
     return _search(loop, run, parts)
 
 
 def resume_run(
     host: PluginHost,
-    run: RunFolder,
+    opened: OpenedRun,
     *,
     iterations: int | None = None,
     on_event: EventSink | None = None,
 ) -> RunOutcome:
-    """Continue a stopped or killed run from its journal, dropping only unfinished nodes."""
-    info = run.read_run_json()
-    config = RunConfig.model_validate(info["config"])
+    """Continue a stopped or killed run from its journal, dropping only unfinished nodes.
+
+    ``opened`` (:func:`rlab_core.run_folder.open_run`) holds the run read once: its
+    configuration and the journal's replayed state.
+    """
+    run, state, config = opened.folder, opened.state, opened.config
     if iterations is not None:
         config = config.model_copy(update={"iterations": iterations})
-    state = replay(run.journal_path)
-    parts = _make_parts(host, config, info["task"])
+    parts = _make_parts(host, plan_run(host, config, opened.task))
     journal = Journal(run.journal_path)  # trims a torn last line before appending
     loop = _loop(host, config, run, parts, journal, state, on_event)
     for lost in state.in_flight:
         shutil.rmtree(run.node_dir(lost), ignore_errors=True)
         shutil.rmtree(run.private_node_dir(lost), ignore_errors=True)
-        loop.emit("node_abandoned", id=lost, reason="the run stopped while this node was running")
+        loop.recorder.record(
+            NodeAbandoned(id=lost, reason="the run stopped while this node was running")
+        )
     shutil.rmtree(run.scratch_dir, ignore_errors=True)
     run.scratch_dir.mkdir(exist_ok=True)
-    loop.emit(
-        "run_resumed",
-        nodes=len(state.tree),
-        abandoned=state.in_flight,
-        torn_tail=state.torn_tail,
-        isolation=parts.sandbox.isolation_level(),
-        isolation_warning=isolation_record(parts.sandbox).get("warning"),
+    loop.recorder.record(
+        RunResumed(
+            nodes=len(state.tree),
+            abandoned=state.in_flight,
+            torn_tail=state.torn_tail,
+            isolation=parts.sandbox.isolation_level(),
+            isolation_warning=isolation_record(parts.sandbox).get("warning"),
+        )
     )
     state.in_flight = []
     return _search(loop, run, parts)
 
 
-def _loop(host, config, run, parts: _Parts, journal, state, on_event) -> ResearchLoop:
+def _loop(
+    host: PluginHost,
+    config: RunConfig,
+    run: RunFolder,
+    parts: _Parts,
+    journal: Journal,
+    state: RunState,
+    on_event: EventSink | None,
+) -> ResearchLoop:
+    """The loop with the settings it reads, its evaluator and its recorder.
+
+    Events reach the plugins' observers (the dashboard among them) through ``host.notify``.
+    """
+    settings = LoopSettings(
+        rules=StopRules(config.epsilon, config.window, config.min_iterations, config.target_val),
+        budgets=Budgets(
+            config.iterations, config.time_budget_s, config.max_tokens, config.max_cost
+        ),
+        workers=config.workers,
+        parallel_order=config.parallel_order,
+        debug_tries=config.debug_tries,
+        seed=config.seed,
+        seed_candidate=config.seed_candidate,
+    )
     return ResearchLoop(
-        host=host,
-        config=config,
+        settings=settings,
         run=run,
         task=parts.task,
         agent=parts.agent,
         strategy=parts.strategy,
         sandbox=parts.sandbox,
-        journal=journal,
+        evaluator=CandidateEvaluator(
+            settings=CandidateSettings.for_task(config, parts.task),
+            run=run,
+            task=parts.task,
+            sandbox=parts.sandbox,
+        ),
+        recorder=Recorder(journal, run, notify=host.notify, on_event=on_event),
         state=state,
-        on_event=on_event,
     )
 
 
 def _search(loop: ResearchLoop, run: RunFolder, parts: _Parts) -> RunOutcome:
+    # the dashboard (report.html) is an observer: it is rewritten when the run stops, also
+    # on an error or Ctrl-C, and once the winner is exported
     try:
         reason = loop.run_search()
         best = loop.tree.best()
         if best is not None:
-            outputs_mb = loop.config.outputs_mb or parts.task.limits.outputs_mb
-            export_best(run, parts.task, best, outputs_mb=outputs_mb)
-            loop.emit("best_exported", node_id=best.id)
+            export_best(run, parts.task, best, outputs_mb=loop.evaluator.settings.outputs_mb)
+            loop.recorder.record(BestExported(node_id=best.id))
     finally:
-        loop.journal.close()
+        loop.recorder.close()
         parts.agent.close()
         parts.sandbox.close()
-        # the dashboard (report.html), also for a run that stopped on an error; a failure
-        # to write it is a logged warning and never fails the run
-        write_report_quietly(run)
     return RunOutcome(
         run=run,
         stop_reason=reason,

@@ -1,4 +1,4 @@
-"""Fixtures for the agents' tests: the core's toy benchmark and the fake LLM server."""
+"""The agents' tests import their helpers (the fake LLM server, the stand-in tools) from here."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CORE_TESTS = HERE.parents[2] / "tests"  # the toy benchmark lives with the core's tests
-for folder in (HERE, CORE_TESTS):
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
+# pytest's importlib mode puts no folder on sys.path; `from fake_llm import ...` needs this one
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))

@@ -20,25 +20,32 @@ import pytest
 import yaml
 from fake_llm import FakeLLM, Reply
 from rlab_agents import plugin as agents_plugin
-from rlab_agents.cli_agents import TOOL_ENV_BASE, split_hypothesis, tool_environment
+from rlab_agents.cli_agent_base import TOOL_ENV_BASE, split_hypothesis, tool_environment
 from standin_tools import write_standins
-from toy import plugin as toy_plugin
-from toy.benchmark import SEED_DIR
 
-from rlab_core.agent_context import AgentContext, BudgetProgress, NodeSummary
+from rlab_core.api import (
+    AgentContext,
+    AgentError,
+    BudgetProgress,
+    FailureStage,
+    Node,
+    NodeKind,
+    NodeStatus,
+    NodeSummary,
+    RlabUserError,
+    is_secret_name,
+)
 from rlab_core.config import RunConfig
-from rlab_core.errors import AgentError, RlabUserError
-from rlab_core.guard import is_secret_name
 from rlab_core.journal import replay
 from rlab_core.plugins import PluginHost
-from rlab_core.records import FailureStage, Node, NodeKind, NodeStatus
 from rlab_core.runner import RunOutcome, start_run
+from rlab_core.testing import TOY_SEED_DIR
+from rlab_core.testing.toy import plugin as toy_plugin
 
 pytest_plugins = ["rlab_core.testing.fixtures"]
 
-REPO = Path(__file__).resolve().parents[3]
 RLAB = str(Path(sys.executable).parent / "rlab")
-SEED_MAIN = (SEED_DIR / "main.py").read_text()
+SEED_MAIN = (TOY_SEED_DIR / "main.py").read_text()
 AIDER = os.environ.get("RLAB_TEST_AIDER") or shutil.which("aider")
 
 
@@ -341,8 +348,7 @@ def test_a_missing_executable_is_one_sentence_naming_the_install(host, tmp_path,
 def _rlab(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("RLAB_")}
     environ.update(
-        RLAB_PLUGIN_MODULES="toy.plugin",
-        PYTHONPATH=str(REPO / "tests"),
+        RLAB_PLUGIN_MODULES="rlab_core.testing.toy.plugin",
         RLAB_CACHE_HOME=str(tmp_path / "rlab-cache"),
         COLUMNS="250",
         **env,

@@ -23,21 +23,27 @@ from rlab_agents import plugin as agents_plugin
 from rlab_agents.llm_base import LLMAgentError
 from rlab_agents.pricing import DEFAULT_PRICES, ModelPrice, PriceTable
 from rlab_agents.prompt import SYSTEM
-from toy import plugin as toy_plugin
-from toy.benchmark import SEED_DIR
 
-from rlab_core.agent_context import AgentContext, BudgetProgress, NodeSummary, RepairContext
+from rlab_core.api import (
+    AgentAuthError,
+    AgentContext,
+    AgentError,
+    BudgetProgress,
+    NodeKind,
+    NodeStatus,
+    NodeSummary,
+    RepairContext,
+    Usage,
+)
 from rlab_core.config import RunConfig
-from rlab_core.errors import AgentAuthError, AgentError
 from rlab_core.journal import read_events, replay
 from rlab_core.plugins import PluginHost
-from rlab_core.records import NodeKind, NodeStatus, Usage
 from rlab_core.runner import RunOutcome, start_run
-from rlab_core.testing import check_agent
+from rlab_core.testing import TOY_SEED_DIR, check_agent
+from rlab_core.testing.toy import plugin as toy_plugin
 
 KEY = "sk-rlab-test-5f0c2e9a71d84b36a0e4c1d2"
 RLAB = str(Path(sys.executable).parent / "rlab")
-CORE_TESTS = Path(__file__).resolve().parents[3] / "tests"
 #: (agent, api, model) for each wire format
 FORMATS = [
     ("openai", "chat", "gpt-4o-mini"),
@@ -237,8 +243,7 @@ def test_the_real_executable_repairs_keeps_the_key_out_and_reads_options_from_fi
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RLAB_", "OPENAI_"))}
     env.update(
-        RLAB_PLUGIN_MODULES="toy.plugin",
-        PYTHONPATH=str(CORE_TESTS),
+        RLAB_PLUGIN_MODULES="rlab_core.testing.toy.plugin",
         RLAB_CACHE_HOME=str(tmp_path / "rlab-cache"),
         COLUMNS="200",
         OPENAI_API_KEY=KEY,
@@ -278,8 +283,7 @@ def test_refused_key_stops_the_run_with_exit_code_2_and_one_sentence(tmp_path):
     with FakeLLM(api_key="sk-the-right-key-0000") as server:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("RLAB_", "OPENAI_"))}
         env.update(
-            RLAB_PLUGIN_MODULES="toy.plugin",
-            PYTHONPATH=str(CORE_TESTS),
+            RLAB_PLUGIN_MODULES="rlab_core.testing.toy.plugin",
             RLAB_CACHE_HOME=str(tmp_path / "rlab-cache"),
             OPENAI_API_KEY=KEY,
         )
@@ -328,7 +332,7 @@ def _context(**extra: Any) -> dict[str, Any]:
         "primary_metric": "rmse",
         "higher_is_better": False,
         "parent": seed,
-        "parent_source": {"main.py": (SEED_DIR / "main.py").read_text()},
+        "parent_source": {"main.py": (TOY_SEED_DIR / "main.py").read_text()},
         "tree": [seed],
         "progress": BudgetProgress(iterations_max=5),
         "editable_files": ["*.py"],
@@ -375,7 +379,7 @@ def test_unusable_replies_become_agent_errors_that_carry_their_tokens(host, fake
     missing = Plan("Change Z.", [edit("Z = 0\n", "Z = 1\n")]).json()
     nothing = Plan("No-op.", [edit("SLOPE = 1.0\n", "SLOPE = 1.0\n")]).json()
     fake.script(missing, nothing)
-    with pytest.raises(AgentError, match=r"edits did not apply after one retry: .*change nothing"):
+    with pytest.raises(AgentError, match=r"edits did not apply after one retry: .*changes nothing"):
         llm.propose(context)
     assert "the anchor does not occur in 'main.py'" in fake.requests[-1].user_texts()[-1]
 

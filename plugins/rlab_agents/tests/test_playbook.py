@@ -6,12 +6,20 @@ import pytest
 from rlab_agents import plugin
 from rlab_agents.playbook import PlaybookAgent, PlaybookConfig, lineage_of
 
-from rlab_core.agent_context import AgentContext, BudgetProgress, NodeSummary, RepairContext
-from rlab_core.edits import apply_edits
-from rlab_core.errors import ConfigError, NothingToPropose
-from rlab_core.hookspecs import AgentInfo
-from rlab_core.records import Edit, NodeKind
-from rlab_core.task_records import PlaybookMove
+from rlab_core.api import (
+    AgentContext,
+    AgentInfo,
+    BudgetProgress,
+    ConfigError,
+    Edit,
+    NodeKind,
+    NodeSummary,
+    NothingToPropose,
+    PlaybookMove,
+    RepairContext,
+    apply_edits,
+    moves_on_lineage,
+)
 from rlab_core.testing import check_agent
 
 pytest_plugins = ["rlab_core.testing.fixtures"]
@@ -177,7 +185,7 @@ def test_moves_tried_off_the_lineage_stay_available() -> None:
         _node("n0003", "n0000", "c", primary=0.4),
     ]
     agent = _agent()
-    applied, tried = agent.tried_on_lineage(_context(tree, "n0003"))
+    applied, tried = moves_on_lineage(_context(tree, "n0003"))
     assert applied == {"seed-program", "c"}
     assert tried == {"seed-program", "a", "c"}
     assert agent.propose(_context(tree, "n0003")).move_id == "b"
@@ -212,7 +220,7 @@ def test_a_repaired_move_counts_as_applied() -> None:
         _node("n0002", "n0001", "b:fix", improved=True),
     ]
     context = _context(tree, "n0002")
-    applied, tried = _agent().tried_on_lineage(context)
+    applied, tried = moves_on_lineage(context)
     assert "b" in applied and "b" in tried
     assert _agent().propose(context).move_id == "after-b"
 

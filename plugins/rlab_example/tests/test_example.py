@@ -19,12 +19,21 @@ from rlab_example import data, plugin
 from rlab_example.benchmark import ExampleBenchmark, FlightsDelayTask
 from rlab_example.metrics import accuracy, auroc, average_ranks, log_loss
 from rlab_example.options import ExampleOptions
+from rlab_example.playbook import MOVES
 
-from rlab_core.builtin.local_sandbox import LocalSandbox, LocalSandboxConfig
-from rlab_core.cache import cache_home
-from rlab_core.edits import apply_edits, copy_source, read_source, write_source
-from rlab_core.errors import ContractError, UnknownNameError
-from rlab_core.hookspecs import BenchmarkInfo
+from rlab_core.api import (
+    BenchmarkInfo,
+    ContractError,
+    LocalSandbox,
+    LocalSandboxConfig,
+    UnknownNameError,
+    apply_edits,
+    cache_home,
+    copy_source,
+    read_source,
+    run_cli,
+    write_source,
+)
 from rlab_core.testing import check_benchmark, run_candidate
 
 pytest_plugins = ["rlab_core.testing.fixtures"]
@@ -305,6 +314,23 @@ def test_all_moves_compose_in_rank_order_and_run(
     assert task.validate_outputs(out, "val") == []
     assert task.validate_outputs(out, "test") == []
     assert 0.55 < task.score(out, "val").primary <= 1.0
+
+
+def test_the_best_ranked_moves_run_through_a_real_loop(
+    task: FlightsDelayTask, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`rlab run` with the testing kit's ranked-playbook agent plays the moves in rank order."""
+    # the module's cache (RLAB_CACHE_HOME) already holds the task built with these options
+    monkeypatch.setenv("RLAB_PLUGIN_MODULES", "rlab_core.testing.playbook")
+    options = [f"benchmark.{key}={value}" for key, value in SMALL.items()]
+    args = ["run", "example:flights-delay", "--agent", "ranked-playbook", "-i", "2"]
+    args += [word for option in options for word in ("-o", option)]
+    assert run_cli([*args, "--out", str(tmp_path / "runs")]) == 0
+    (run,) = (tmp_path / "runs").iterdir()
+    nodes = [json.loads(p.read_text()) for p in sorted(run.glob("nodes/*/result.json"))]
+    assert [n["status"] for n in nodes] == ["evaluated"] * 3
+    ranked = sorted(MOVES, key=lambda m: (m.rank, m.id))
+    assert [n["move_id"] for n in nodes[1:]] == [m.id for m in ranked[:2]]
 
 
 def test_jail_hides_raw_data_and_private_labels(

@@ -12,7 +12,8 @@ are scored from the run's private folder for this table only (research into the
 validation-test gap; nothing reads them to choose). Wall-clock: each candidate's process
 (``execution.wall_s``), the cold ``prepare`` and the whole run. Everything happens in a
 throw-away ``RLAB_CACHE_HOME``, removed at the end; ``--out FILE`` keeps the figures as JSON.
-Prints a Markdown table.
+Prints a Markdown table. The agent is rlab-agents' ``playbook``; ``--agent ranked-playbook``
+takes the testing kit's (moves strictly in rank order), so no other plugin is needed.
 """
 
 from __future__ import annotations
@@ -46,12 +47,11 @@ def figures(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     The prepared data goes to the rlab cache (``RLAB_CACHE_HOME``; ``main`` points it into
     ``root``).
     """
-    import rlab_agents.plugin as agents
     from rlab_kuairand import plugin
     from rlab_kuairand.benchmark import KuaiRandBenchmark
     from rlab_kuairand.options import KuaiRandOptions
 
-    from rlab_core.cache import cache_home
+    from rlab_core.api import cache_home
     from rlab_core.config import RunConfig
     from rlab_core.final import finalize
     from rlab_core.journal import replay
@@ -74,10 +74,14 @@ def figures(args: argparse.Namespace, root: Path) -> dict[str, Any]:
 
     host = PluginHost(use_entry_points=False, strict=True)
     host.register(plugin, name="kuairand")
+    if args.agent == "ranked-playbook":
+        from rlab_core.testing import playbook as agents
+    else:
+        import rlab_agents.plugin as agents
     host.register(agents, name="agents")
     config = RunConfig(
         task=f"kuairand:{args.task}",
-        agent="playbook",
+        agent=args.agent,
         iterations=args.iterations,
         min_iterations=args.iterations,
         threads=args.threads,
@@ -189,6 +193,12 @@ def parser() -> argparse.ArgumentParser:
     )
     parse.add_argument("--no-download", action="store_true", help="never try Zenodo")
     parse.add_argument("--iterations", type=int, default=10, help="playbook iterations")
+    parse.add_argument(
+        "--agent",
+        default="playbook",
+        choices=["playbook", "ranked-playbook"],
+        help="playbook: rlab-agents' agent; ranked-playbook: the testing kit's",
+    )
     parse.add_argument("--threads", type=int, default=2, help="RLAB_THREADS per candidate")
     parse.add_argument("--sample-users", type=int, help="users of the synthetic sample")
     parse.add_argument("--sample-videos", type=int, help="videos of the synthetic sample")
@@ -198,7 +208,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from rlab_core.errors import RlabUserError
+    from rlab_core.api import RlabUserError
 
     root = Path(tempfile.mkdtemp(prefix="rlab-kuairand-bench-"))
     previous = os.environ.get("RLAB_CACHE_HOME")

@@ -12,8 +12,7 @@ from rlab_kuairand.benchmark import KuaiRandBenchmark
 from rlab_kuairand.options import KuaiRandOptions
 from rlab_kuairand.task import KuaiRandTask
 
-from rlab_core.builtin.local_sandbox import LocalSandbox, LocalSandboxConfig
-from rlab_core.cache import cache_home
+from rlab_core.api import LocalSandbox, LocalSandboxConfig, cache_home
 
 SMALL = {"sample_users": 250, "sample_videos": 700}
 

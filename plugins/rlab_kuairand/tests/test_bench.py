@@ -47,6 +47,8 @@ def test_the_table_of_a_search_on_a_folder_with_the_real_names(
         "2",
         "--threads",
         "1",
+        "--agent",
+        "ranked-playbook",  # the testing kit's: this plugin's tests need no agents plugin
         "--data-dir",
     ]
     args = bench.parser().parse_args([*command, str(tmp_path)])

@@ -18,7 +18,7 @@ from rlab_kuairand.benchmark import KuaiRandBenchmark
 from rlab_kuairand.options import KuaiRandOptions
 from rlab_kuairand.task import KuaiRandTask
 
-from rlab_core.errors import DataUnavailableError, UnknownNameError
+from rlab_core.api import DataUnavailableError, UnknownNameError
 from rlab_core.testing import run_candidate
 
 

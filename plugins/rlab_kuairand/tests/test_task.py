@@ -14,9 +14,14 @@ from rlab_kuairand.benchmark import KuaiRandBenchmark
 from rlab_kuairand.options import KuaiRandOptions
 from rlab_kuairand.task import KuaiRandTask
 
-from rlab_core.builtin.local_sandbox import LocalSandbox
-from rlab_core.edits import apply_edits, copy_source, read_source, write_source
-from rlab_core.errors import ContractError
+from rlab_core.api import (
+    ContractError,
+    LocalSandbox,
+    apply_edits,
+    copy_source,
+    read_source,
+    write_source,
+)
 from rlab_core.testing import check_benchmark, run_candidate
 
 pytest_plugins = ["rlab_core.testing.fixtures"]

@@ -23,7 +23,7 @@ from pathlib import Path
 import lightgbm as lgb
 import numpy as np
 import pandas as pd
-from rlab_mle import grading, registry
+from rlab_mle import competition_grading, registry
 from rlab_mle.options import MleOptions
 from sklearn.base import clone
 from sklearn.dummy import DummyClassifier, DummyRegressor
@@ -175,7 +175,7 @@ def ladder_scores(competition) -> list[tuple[str, float]]:
     id_column, targets = sample.columns[0], list(sample.columns[1:])
     train = pd.read_csv(competition.public_dir / "train.csv")
     test = pd.read_csv(competition.public_dir / "test.csv")
-    answers = grading.read_frame(competition.answers)
+    answers = competition_grading.read_frame(competition.answers)
     label = "label" if "label" in train.columns and targets[0] not in train.columns else None
     truth = label or targets[0]
     x_train, x_test = encode(train, test, [id_column, truth])
@@ -214,7 +214,9 @@ def ladder_scores(competition) -> list[tuple[str, float]]:
                 else:
                     values = {targets[0]: proba[:, classes.index("1")]}
         submission = pd.DataFrame({id_column: test[id_column], **values})
-        score = grading.grade(competition, submission, answers, competition.sample_submission)
+        score = competition_grading.grade(
+            competition, submission, answers, competition.sample_submission
+        )
         scores.append((name, score))
         print(f"  {name:<45} {score:.5f}", flush=True)
     return scores
@@ -252,7 +254,7 @@ def main() -> None:
             registry.ensure_builtin(competition)
             print(f"{cid} ({competition.grader_name})", flush=True)
             scores = ladder_scores(competition)
-            higher = grading.higher_is_better(competition)
+            higher = competition_grading.higher_is_better(competition)
             write_board(BUILTINS / cid / "leaderboard.csv", scores, higher)
 
 

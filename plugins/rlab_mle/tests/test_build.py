@@ -13,7 +13,7 @@ from rlab_mle import build
 from rlab_mle.benchmark import MleBenchmark
 from rlab_mle.options import MleOptions
 
-from rlab_core.errors import ConfigError
+from rlab_core.api import ConfigError
 
 
 def test_builtin_is_generated_in_the_prepared_layout(prepare) -> None:

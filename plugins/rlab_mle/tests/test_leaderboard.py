@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from rlab_mle import leaderboard
 
-from rlab_core.errors import ConfigError
+from rlab_core.api import ConfigError
 
 
 @pytest.mark.parametrize(

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from rlab_mle import metrics
-from rlab_mle.graders import InvalidSubmission, UnknownGrader, grader_for
+from rlab_mle.metric_graders import InvalidSubmission, UnknownGrader, grader_for
 from sklearn import metrics as skm
 
-from rlab_core.errors import ConfigError
+from rlab_core.api import ConfigError
 
 RNG = np.random.default_rng(7)
 N = 400

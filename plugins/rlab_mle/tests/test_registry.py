@@ -16,8 +16,8 @@ from rlab_mle.options import MleOptions
 from rlab_mle.registry import Registry
 from typer.testing import CliRunner
 
+from rlab_core.api import ConfigError, DataUnavailableError, UnknownNameError
 from rlab_core.cli.app import app as rlab_app
-from rlab_core.errors import ConfigError, DataUnavailableError, UnknownNameError
 
 pytest_plugins = ["rlab_core.testing.fixtures"]
 
@@ -126,8 +126,10 @@ def test_rlab_mle_command_line(user_folders, prepare, tmp_path) -> None:
     ]  # fmt: skip
     listed = runner.invoke(mle_app, ["--list", *folders], env={"COLUMNS": "250"})
     assert listed.exit_code == 0 and "mle:wine-cultivar" in listed.output
-    agents = runner.invoke(mle_app, ["--list-agents"], env={"COLUMNS": "250"})
-    assert agents.exit_code == 0 and "playbook" in agents.output
+    # the installed agents: here the testing kit's, whether or not rlab-agents is installed
+    kit = {"COLUMNS": "250", "RLAB_PLUGIN_MODULES": "rlab_core.testing.playbook"}
+    agents = runner.invoke(mle_app, ["--list-agents"], env=kit)
+    assert agents.exit_code == 0 and "ranked-playbook" in agents.output
     nothing = runner.invoke(mle_app, [])
     assert nothing.exit_code == 2 and "Name a competition with -c ID" in nothing.output
     task = prepare("wine-cultivar")

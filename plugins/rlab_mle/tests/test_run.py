@@ -9,21 +9,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import rlab_agents.plugin as agents
 import rlab_mle.plugin as plugin
-from rlab_agents.playbook import PlaybookAgent, PlaybookConfig
 
+from rlab_core.api import AgentInfo, EmptyConfig, hookimpl
 from rlab_core.config import RunConfig
 from rlab_core.final import finalize
-from rlab_core.hookspecs import AgentInfo, hookimpl
 from rlab_core.plugins import PluginHost
 from rlab_core.runner import start_run
+from rlab_core.testing import RankedPlaybookAgent
 
 SEEN: list[str] = []
 
 
-class RecordingPlaybook(PlaybookAgent):
-    """The playbook agent, keeping every context it is shown."""
+class RecordingPlaybook(RankedPlaybookAgent):
+    """The testing kit's playbook agent, keeping every context it is shown."""
 
     def propose(self, context):
         SEEN.append(context.model_dump_json())
@@ -34,16 +33,13 @@ class RecordingPlugin:
     @hookimpl
     def rlab_register_agents(self):
         return [
-            AgentInfo(
-                "recording", "playbook that records", lambda: RecordingPlaybook, PlaybookConfig
-            )
+            AgentInfo("recording", "playbook that records", lambda: RecordingPlaybook, EmptyConfig)
         ]
 
 
 def test_loop_then_final_grades_once_with_medals(user_folders, rlab_cache_home, tmp_path) -> None:
     host = PluginHost(use_entry_points=False, strict=True)
     host.register(plugin, name="mle")
-    host.register(agents, name="agents")
     host.register(RecordingPlugin(), name="recording")
     config = RunConfig(
         task="mle:flights-late",

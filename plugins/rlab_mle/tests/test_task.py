@@ -13,17 +13,22 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from rlab_mle import grading, registry
+from rlab_mle import competition_grading, registry
 from rlab_mle.playbook import MOVES, moves_for
 from rlab_mle.task import SEEDS
 
-from rlab_core.agent_context import BudgetProgress
-from rlab_core.budget import stage_by_progress
-from rlab_core.builtin.local_sandbox import LocalSandbox, LocalSandboxConfig
-from rlab_core.edits import apply_edits, read_source, write_source
-from rlab_core.errors import ContractError
+from rlab_core.api import (
+    BudgetProgress,
+    ContractError,
+    LocalSandbox,
+    LocalSandboxConfig,
+    SandboxRequest,
+    apply_edits,
+    read_source,
+    stage_by_progress,
+    write_source,
+)
 from rlab_core.guard import audit_source, core_audit_patterns
-from rlab_core.task_records import SandboxRequest
 from rlab_core.testing import check_benchmark, run_candidate
 
 SANDBOX = LocalSandbox(LocalSandboxConfig())
@@ -117,7 +122,7 @@ def test_test_grading_report_has_mle_bench_fields_and_medals(prepare, tmp_path) 
     answers.iloc[:-1].to_csv(out / "submission.csv", index=False)
     with pytest.raises(ContractError, match=r"the test submission is invalid: .*rows"):
         task.score(out, "test")
-    report, _ = grading.grade_report(out / "submission.csv", task.competition)
+    report, _ = competition_grading.grade_report(out / "submission.csv", task.competition)
     assert (
         report["score"] is None and not report["valid_submission"] and report["submission_exists"]
     )

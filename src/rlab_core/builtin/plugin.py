@@ -1,8 +1,15 @@
-"""Registers the core's built-in strategies, sandbox and modes."""
+"""Registers the core's built-in strategies, sandboxes, modes and the dashboard observer."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from rlab_core.hookspecs import ModeInfo, SandboxInfo, StrategyInfo, hookimpl
+
+#: Journal events after which ``report.html`` is rewritten: the run stopped (also on an
+#: error or Ctrl-C), its winner was exported, its test split was scored.
+DASHBOARD_EVENTS = frozenset({"run_stopped", "best_exported", "final"})
 
 
 def _best_first():
@@ -91,3 +98,18 @@ def rlab_register_modes():
             },
         ),
     ]
+
+
+@hookimpl
+def rlab_observe_event(event: dict[str, Any], run_dir: Path) -> None:
+    """The dashboard: rewrite ``report.html`` after the events in :data:`DASHBOARD_EVENTS`.
+
+    A failure to write it is a logged warning; the report never fails a run.
+    """
+    if event.get("type") not in DASHBOARD_EVENTS:
+        return
+    # imported here: every plugin host loads this module, most never write a report
+    from rlab_core.report.html import write_report_quietly
+    from rlab_core.run_folder import RunFolder
+
+    write_report_quietly(RunFolder(run_dir))

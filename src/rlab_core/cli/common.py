@@ -6,7 +6,8 @@ import functools
 import logging
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -14,6 +15,18 @@ from rich.logging import RichHandler
 
 from rlab_core.errors import RlabUserError
 from rlab_core.plugins import PluginHost
+
+#: The run to act on: a run folder, its id under the runs folder, or ``latest``.
+RunPath = Annotated[
+    str, typer.Argument(help="Run folder, its id under the runs folder, or 'latest'.")
+]
+#: The folder that holds run folders, for ids and ``latest`` (every command that reads a run).
+RunsFolder = Annotated[
+    Path,
+    typer.Option(
+        "--out", help="Folder that holds run folders (for ids and 'latest').", envvar="RLAB_OUT"
+    ),
+]
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)

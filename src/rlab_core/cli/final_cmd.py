@@ -7,9 +7,9 @@ from pathlib import Path
 
 import typer
 
-from rlab_core.cli.common import console, make_host, user_errors
+from rlab_core.cli.common import RunPath, RunsFolder, console, make_host, user_errors
 from rlab_core.final import finalize
-from rlab_core.run_folder import RunFolder
+from rlab_core.run_folder import open_run
 
 
 def register(app: typer.Typer) -> None:
@@ -18,18 +18,14 @@ def register(app: typer.Typer) -> None:
 
 @user_errors
 def final(
-    run_path: str = typer.Argument("latest", help="Run folder, its id under ./runs, or 'latest'."),
+    run_path: RunPath = "latest",
     force: bool = typer.Option(False, "--force", help="Score the test split again (recorded)."),
-    out: Path = typer.Option(
-        Path("runs"),
-        "--out",
-        help="Folder that holds run folders (for ids and 'latest').",
-        envvar="RLAB_OUT",
-    ),
+    out: RunsFolder = Path("runs"),
 ) -> None:
     """Score the test split once for the validation-chosen node, audit its code, write final_report.json."""
-    run = RunFolder.open(run_path, out)
-    report = finalize(make_host(), run, force=force)
+    opened = open_run(run_path, out)
+    run = opened.folder
+    report = finalize(make_host(), opened, force=force)
     audit = report["audit"]
     console.print(f"[bold]final[/] node {report['node']} (selected by validation)")
     console.print(f"  val  {report['primary_metric']} = {report['val_primary']:.5f}")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from rlab_core.cli.common import console, user_errors
+from rlab_core.cli.common import RunPath, RunsFolder, console, user_errors
 from rlab_core.errors import RunFolderError
 from rlab_core.report.html import write_report
 from rlab_core.run_folder import RunFolder
@@ -18,16 +18,11 @@ def register(app: typer.Typer) -> None:
 
 @user_errors
 def report(
-    run_path: str = typer.Argument("latest", help="Run folder, its id under ./runs, or 'latest'."),
+    run_path: RunPath = "latest",
     output: Path = typer.Option(
         None, "--output", help="Where to write the page (default RUN/report.html)."
     ),
-    out: Path = typer.Option(
-        Path("runs"),
-        "--out",
-        help="Folder that holds run folders (for ids and 'latest').",
-        envvar="RLAB_OUT",
-    ),
+    out: RunsFolder = Path("runs"),
 ) -> None:
     """Write report.html: gains, decision tree, score chart, experiment table, run facts."""
     run = RunFolder.open(run_path, out)

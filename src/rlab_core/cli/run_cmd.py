@@ -6,12 +6,11 @@ from pathlib import Path
 
 import typer
 
-from rlab_core.cli.common import console, err_console, make_host, user_errors
+from rlab_core.cli.common import RunPath, RunsFolder, console, err_console, make_host, user_errors
 from rlab_core.config import build_run_config, parse_overrides
-from rlab_core.journal import replay
 from rlab_core.report.html import REPORT_NAME
 from rlab_core.report.live import LiveProgress
-from rlab_core.run_folder import RunFolder
+from rlab_core.run_folder import open_run
 from rlab_core.runner import RunOutcome, resume_run, start_run
 
 
@@ -19,6 +18,11 @@ def register(app: typer.Typer) -> None:
     app.command("run")(run)
     app.command("resume")(resume)
 
+
+#: Command-line parameters whose RunConfig key has another name.
+CONFIG_KEY_OF = {"time_budget": "time_budget_s"}
+#: Parameters that are not RunConfig keys: the layers themselves.
+NOT_CONFIG = {"mode", "config_file", "option"}
 
 #: Exit code of a run that finished but evaluated no node (every seed failed).
 NOTHING_EVALUATED = 3
@@ -52,6 +56,7 @@ def _summary(outcome: RunOutcome) -> None:
 
 @user_errors
 def run(
+    ctx: typer.Context,
     task: str = typer.Argument(
         None, help="BENCHMARK:TASK; default: the installed default task.", envvar="RLAB_TASK"
     ),
@@ -103,27 +108,17 @@ def run(
     ),
 ) -> None:
     """Run the research loop on a task."""
-    cli = {
-        "task": task,
-        "agent": agent,
-        "strategy": strategy,
-        "sandbox": sandbox,
-        "iterations": iterations,
-        "time_budget_s": time_budget,
-        "max_tokens": max_tokens,
-        "max_cost": max_cost,
-        "target_val": target_val,
-        "seed": seed,
-        "seed_candidate": seed_candidate,
-        "workers": workers,
-        "out": out,
-        "rebuild_cache": rebuild_cache,
-        **parse_overrides(option or []),
+    # every other parameter is a RunConfig key of the same name (or the one mapped below):
+    # the command line is one more layer, merged and validated with the others at once
+    given = {
+        CONFIG_KEY_OF.get(name, name): value
+        for name, value in ctx.params.items()
+        if value is not None and name not in NOT_CONFIG
     }
     host = make_host()
     config = build_run_config(
         host,
-        cli={k: v for k, v in cli.items() if v is not None},
+        cli={**given, **parse_overrides(option or [])},
         config_file=config_file,
         mode=mode,
     )
@@ -140,27 +135,23 @@ def run(
 
 @user_errors
 def resume(
-    run_path: str = typer.Argument(..., help="Run folder (or its id under ./runs, or 'latest')."),
-    iterations: int = typer.Option(None, "--iterations", "-i", help="Raise the iteration budget."),
-    out: Path = typer.Option(
-        Path("runs"),
-        "--out",
-        help="Folder that holds run folders (for ids and 'latest').",
-        envvar="RLAB_OUT",
+    run_path: RunPath,
+    iterations: int = typer.Option(
+        None, "--iterations", "-i", min=0, help="Raise the iteration budget."
     ),
+    out: RunsFolder = Path("runs"),
 ) -> None:
     """Continue a stopped or killed run from its journal."""
-    run_folder = RunFolder.open(run_path, out)
-    config = run_folder.read_run_json().get("config", {})
-    prior = replay(run_folder.journal_path)
+    opened = open_run(run_path, out)  # run.json and the journal, read once for both uses
+    config = opened.config
     with LiveProgress(
         console,
-        iterations_max=iterations or config.get("iterations"),
-        time_budget_s=config.get("time_budget_s"),
-        max_tokens=config.get("max_tokens"),
-        max_cost=config.get("max_cost"),
-        prior=prior.tree,
-        elapsed_before_s=prior.elapsed_s,
+        iterations_max=iterations or config.iterations,
+        time_budget_s=config.time_budget_s,
+        max_tokens=config.max_tokens,
+        max_cost=config.max_cost,
+        prior=opened.state.tree,
+        elapsed_before_s=opened.state.elapsed_s,
     ) as progress:
-        outcome = resume_run(make_host(), run_folder, iterations=iterations, on_event=progress)
+        outcome = resume_run(make_host(), opened, iterations=iterations, on_event=progress)
     _summary(outcome)

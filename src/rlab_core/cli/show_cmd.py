@@ -7,11 +7,10 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from rlab_core.cli.common import console, user_errors
-from rlab_core.journal import replay
+from rlab_core.cli.common import RunPath, RunsFolder, console, user_errors
 from rlab_core.report.data import in_flight_nodes
 from rlab_core.report.terminal import node_table, node_tree, tree_legend
-from rlab_core.run_folder import RunFolder
+from rlab_core.run_folder import open_run
 
 
 def register(app: typer.Typer) -> None:
@@ -20,21 +19,15 @@ def register(app: typer.Typer) -> None:
 
 @user_errors
 def show(
-    run_path: str = typer.Argument("latest", help="Run folder, its id under ./runs, or 'latest'."),
+    run_path: RunPath = "latest",
     tree: bool = typer.Option(
         False, "--tree", help="Draw the decision tree instead of the node table."
     ),
-    out: Path = typer.Option(
-        Path("runs"),
-        "--out",
-        help="Folder that holds run folders (for ids and 'latest').",
-        envvar="RLAB_OUT",
-    ),
+    out: RunsFolder = Path("runs"),
 ) -> None:
     """Show a run: task, isolation level, stop reason and every node (as a table or a tree)."""
-    run = RunFolder.open(run_path, out)
-    info = run.read_run_json()
-    state = replay(run.journal_path)
+    opened = open_run(run_path, out)
+    run, info, state = opened.folder, opened.info, opened.state
     isolation = info.get("isolation", {})
     level = isolation.get("level", "?")
     style = (

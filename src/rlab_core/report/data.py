@@ -16,9 +16,10 @@ from typing import Any
 from rlab_core import __version__
 from rlab_core.errors import RunFolderError
 from rlab_core.journal import RunState, replay
-from rlab_core.records import Node
+from rlab_core.records import Node, Score
 from rlab_core.report.status import OUTCOME_LABEL, Outcome, classify, new_best_ids, winner_path
 from rlab_core.run_folder import RunFolder
+from rlab_core.tree import Tree
 
 LOG_TAIL_BYTES = 4096
 DIFF_MAX_CHARS = 30_000
@@ -87,11 +88,13 @@ def collect_report_data(run: RunFolder) -> dict[str, Any]:
     return _finite(data)
 
 
-def _best_seed(tree) -> Node | None:
+def _best_seed(tree: Tree) -> Node | None:
     best: Node | None = None
+    best_score: Score | None = None
     for node in tree.seeds():
-        if node.evaluated and (best is None or node.score.better_than(best.score)):  # type: ignore[union-attr]
-            best = node
+        score = node.score if node.evaluated else None
+        if score is not None and (best_score is None or score.better_than(best_score)):
+            best, best_score = node, score
     return best
 
 
@@ -152,11 +155,12 @@ def _budget(tree, state: RunState, config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _metric_names(tree, primary: str) -> list[str]:
+def _metric_names(tree: Tree, primary: str) -> list[str]:
     """Validation metric names, the primary first."""
     names: list[str] = [primary]
     for node in tree.evaluated():
-        names += [name for name in node.score.metrics if name not in names]  # type: ignore[union-attr]
+        metrics = node.score.metrics if node.score is not None else {}
+        names += [name for name in metrics if name not in names]
     return names
 
 

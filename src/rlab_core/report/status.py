@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from rlab_core.records import NodeKind, NodeStatus
+from rlab_core.records import NodeKind, NodeStatus, Score
 from rlab_core.tree import Tree
 
 
@@ -62,10 +62,11 @@ def winner_path(tree: Tree) -> list[str]:
 def new_best_ids(tree: Tree) -> set[str]:
     """Evaluated nodes that beat every node evaluated before them (the first one included)."""
     marks: set[str] = set()
-    best = None
+    best: Score | None = None
     for node in tree.evaluated():
-        if best is None or node.score.better_than(best.score):  # type: ignore[union-attr]
-            best = node
+        score = node.score
+        if score is not None and (best is None or score.better_than(best)):
+            best = score
             marks.add(node.id)
     return marks
 

@@ -1,4 +1,5 @@
-"""Pytest fixtures for plugin authors: a fresh plugin host, inline registration, run folders."""
+"""Pytest fixtures for plugin authors: a fresh plugin host, inline registration, the toy
+task, a temporary cache, run folders."""
 
 from __future__ import annotations
 
@@ -26,6 +27,15 @@ def register_plugin(plugin_host: PluginHost) -> Callable[..., PluginRecord]:
         return plugin_host.register(plugin, name=name or getattr(plugin, "__name__", "inline"))
 
     return register
+
+
+@pytest.fixture
+def toy_host(plugin_host: PluginHost) -> PluginHost:
+    """``plugin_host`` with the toy benchmark (``toy:line``) and the ``scripted`` agent."""
+    from rlab_core.testing.toy import plugin as toy_plugin
+
+    plugin_host.register(toy_plugin, name="toy")
+    return plugin_host
 
 
 @pytest.fixture

@@ -86,6 +86,10 @@ def check_forging_run(
         "grading_report.json": victim,
     }
     seed = write_forging_seed(tmp / "forging-seed", links)
+    if not host.agents():  # a run needs an agent to exist, though this one is never asked
+        from rlab_core.testing import playbook
+
+        host.register(playbook, name="ranked-playbook")
     run_config = RunConfig(task=task, seed_candidate=seed, iterations=0, out=tmp / "runs", **config)
     outcome = start_run(host, run_config)  # must return, not raise
     state = replay(outcome.run.journal_path)

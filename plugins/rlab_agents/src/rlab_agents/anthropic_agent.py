@@ -44,30 +44,20 @@ class AnthropicConfig(LLMOptions):
     )
 
 
-class AnthropicAgent(LLMAgent):
+class AnthropicAgent(LLMAgent[AnthropicConfig]):
     """Proposes hypotheses and edits with a Claude model."""
 
     provider = "Anthropic"
     agent_name = "anthropic"
-    Config = AnthropicConfig
+    client_class = "Anthropic"
 
     def _import_sdk(self) -> ModuleType:
         import anthropic
 
         return anthropic
 
-    def _make_client(self, api_key: str) -> Any:
-        kwargs: dict[str, Any] = {
-            "api_key": api_key,
-            "timeout": self.options.timeout_s,
-            "max_retries": self.options.max_retries,
-        }
-        if self.options.base_url:
-            kwargs["base_url"] = self.options.base_url
-        return self._sdk.Anthropic(**kwargs)
-
     def _call(self, system: str, turns: list[Turn]) -> Completion:
-        options: AnthropicConfig = self.options  # type: ignore[assignment]
+        options = self.config
         messages: list[dict[str, Any]] = []
         for index, (role, text) in enumerate(turns):
             if index == 0 and options.prompt_caching:

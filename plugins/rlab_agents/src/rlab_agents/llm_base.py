@@ -20,7 +20,7 @@ import os
 from abc import abstractmethod
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,10 +33,11 @@ from rlab_core.api import (
     AgentContext,
     AgentError,
     EditError,
+    FailureStage,
     Proposal,
     RepairContext,
     Usage,
-    apply_edits,
+    build_child,
 )
 
 log = logging.getLogger(__name__)
@@ -134,23 +135,28 @@ def read_api_key(env_name: str | None, agent: str) -> str:
     return value
 
 
-class LLMAgent(Agent):
-    """Base of the API agents; a subclass builds its SDK client and makes one call."""
+#: The options model of an LLM agent.
+LLMOptionsT = TypeVar("LLMOptionsT", bound=LLMOptions)
+
+
+class LLMAgent(Agent[LLMOptionsT]):
+    """Base of the API agents; a subclass imports its SDK and makes one call."""
 
     #: Name in messages ("OpenAI", "Anthropic").
     provider = "LLM"
     #: The agent's registered name, for messages.
     agent_name = "llm"
-    Config: type[LLMOptions] = LLMOptions
+    #: The SDK's client class, by name (``OpenAI``, ``Anthropic``); both SDKs take the same
+    #: ``api_key``, ``timeout``, ``max_retries`` and ``base_url`` arguments.
+    client_class: ClassVar[str] = ""
     #: The SDK clients are thread-safe and each call keeps its own conversation, so with
     #: ``--workers N`` several proposals are in flight at once.
     concurrent_calls = True
 
-    def __init__(self, config: BaseModel) -> None:
+    def __init__(self, config: LLMOptionsT) -> None:
         super().__init__(config)
-        self.options: LLMOptions = config  # type: ignore[assignment]
-        self.prices = PriceTable(self.options.prices)
-        self._key = read_api_key(self.options.api_key_env, self.agent_name)
+        self.prices = PriceTable(config.prices)
+        self._key = read_api_key(config.api_key_env, self.agent_name)
         self._sdk = self._import_sdk()
         self._client: Any = self._make_client(self._key)
 
@@ -160,9 +166,16 @@ class LLMAgent(Agent):
     def _import_sdk(self) -> ModuleType:
         """Import and return the SDK module (kept out of plugin registration)."""
 
-    @abstractmethod
     def _make_client(self, api_key: str) -> Any:
         """The SDK client, with base URL, timeout and retries from the options."""
+        kwargs: dict[str, Any] = {
+            "api_key": api_key,
+            "timeout": self.config.timeout_s,
+            "max_retries": self.config.max_retries,
+        }
+        if self.config.base_url:
+            kwargs["base_url"] = self.config.base_url
+        return getattr(self._sdk, self.client_class)(**kwargs)
 
     @abstractmethod
     def _call(self, system: str, turns: list[Turn]) -> Completion:
@@ -174,8 +187,8 @@ class LLMAgent(Agent):
         """Ask the model for one hypothesis and edits that apply to the parent."""
         prompt = build_prompt(
             context,
-            tree_budget=self.options.tree_budget_chars,
-            source_budget=self.options.source_budget_chars,
+            tree_budget=self.config.tree_budget_chars,
+            source_budget=self.config.source_budget_chars,
         )
         return self._converse(context, prompt)
 
@@ -183,8 +196,8 @@ class LLMAgent(Agent):
         """Ask the model to fix the failed node, given its hypothesis and error tail."""
         prompt = build_repair_prompt(
             context,
-            tree_budget=max(1_000, self.options.tree_budget_chars // 2),
-            source_budget=self.options.source_budget_chars,
+            tree_budget=max(1_000, self.config.tree_budget_chars // 2),
+            source_budget=self.config.source_budget_chars,
         )
         return self._converse(context, prompt)
 
@@ -224,7 +237,7 @@ class LLMAgent(Agent):
                 turns += [("assistant", completion.text), ("user", template.format(error=error))]
                 continue
             calls = len(turns) // 2 + 1
-            note = f"[{self.agent_name} {self.options.model}, {calls} call(s)"
+            note = f"[{self.agent_name} {self.config.model}, {calls} call(s)"
             note += ("; " + "; ".join(notes) + "]") if notes else "]"
             rationale = f"{reply.rationale}\n\n{note}" if reply.rationale else note
             return Proposal(
@@ -233,15 +246,20 @@ class LLMAgent(Agent):
 
     @staticmethod
     def _check_edits(context: AgentContext, reply: AgentReply) -> None:
-        """Raise :class:`EditError` when the edits do not apply, or change nothing."""
-        after = apply_edits(context.parent_source, reply.edits, context.editable_files)
-        if after == context.parent_source:
-            raise EditError("Edit refused: the edits change nothing in the parent's source.")
+        """Raise :class:`EditError` when the edits would not make a child, as the loop builds it.
+
+        Only edit failures are retried (a wrong anchor, a file outside the boundary, no
+        change); a guard refusal is a result the loop records and the next context shows.
+        """
+        proposal = Proposal(hypothesis=reply.hypothesis, edits=reply.edits)
+        child = build_child(context.parent_source, proposal, context.editable_files)
+        if child.failure is not None and child.failure.stage == FailureStage.EDIT:
+            raise EditError(child.failure.message)
 
     def _priced(self, completion: Completion) -> Usage:
         usage = completion.usage
         cost = self.prices.cost(
-            self.options.model, usage, cache_write_tokens=completion.cache_write_tokens
+            self.config.model, usage, cache_write_tokens=completion.cache_write_tokens
         )
         log.debug(
             "%s call: %d input (%d cached), %d output tokens, $%.6f",
@@ -263,10 +281,10 @@ class LLMAgent(Agent):
             raise self._map_error(exc) from None
 
     def _endpoint(self) -> str:
-        return self.options.base_url or f"the {self.provider} default endpoint"
+        return self.config.base_url or f"the {self.provider} default endpoint"
 
     def _map_error(self, exc: Exception) -> Exception:
-        sdk, options = self._sdk, self.options
+        sdk, options = self._sdk, self.config
         status = getattr(exc, "status_code", None)
         if isinstance(exc, (sdk.AuthenticationError, sdk.PermissionDeniedError)):
             if options.api_key_env:

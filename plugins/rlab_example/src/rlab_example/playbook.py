@@ -10,16 +10,15 @@ from rlab_core.api import Edit, PlaybookMove
 
 _MARKER = "# feature additions (one line each)\n"
 _DERIVED = "        pass  # derived columns\n"
+_FAMILY = "classification"
 
 
 def _feature(move_id: str, line: str, hypothesis: str, rank: int) -> PlaybookMove:
-    return PlaybookMove(
-        id=move_id,
-        hypothesis=hypothesis,
-        edits=[Edit(file="main.py", anchor=_MARKER, replacement=_MARKER + line + "\n")],
-        family="classification",
-        rank=rank,
-    )
+    return PlaybookMove.adding_line(move_id, _MARKER, line, hypothesis, rank=rank, family=_FAMILY)
+
+
+def _set(move_id: str, old: str, new: str, hypothesis: str, rank: int) -> PlaybookMove:
+    return PlaybookMove.replacing(move_id, old, new, hypothesis, rank=rank, family=_FAMILY)
 
 
 MOVES: list[PlaybookMove] = [
@@ -74,34 +73,28 @@ MOVES: list[PlaybookMove] = [
                 replacement=_MARKER + 'CATEGORICAL += ["origin_hour"]\n',
             ),
         ],
-        family="classification",
+        family=_FAMILY,
         rank=70,
     ),
-    PlaybookMove(
-        id="l2",
-        hypothesis="Raise the L2 penalty to 1.0: many one-hot columns overfit rare levels.",
-        edits=[Edit(file="main.py", anchor="L2 = 1e-6\n", replacement="L2 = 1.0\n")],
-        family="classification",
-        rank=80,
+    _set(
+        "l2",
+        "L2 = 1e-6\n",
+        "L2 = 1.0\n",
+        "Raise the L2 penalty to 1.0: many one-hot columns overfit rare levels.",
+        80,
     ),
-    PlaybookMove(
-        id="min-level-count",
-        hypothesis="Drop categorical levels seen fewer than 30 times in training: their weights are noise.",
-        edits=[
-            Edit(
-                file="main.py", anchor="MIN_LEVEL_COUNT = 1\n", replacement="MIN_LEVEL_COUNT = 30\n"
-            )
-        ],
-        family="classification",
-        rank=90,
+    _set(
+        "min-level-count",
+        "MIN_LEVEL_COUNT = 1\n",
+        "MIN_LEVEL_COUNT = 30\n",
+        "Drop categorical levels seen fewer than 30 times in training: their weights are noise.",
+        90,
     ),
-    PlaybookMove(
-        id="newton-steps",
-        hypothesis="Take 10 Newton steps instead of 6 so the fit converges with many features.",
-        edits=[
-            Edit(file="main.py", anchor="NEWTON_STEPS = 6\n", replacement="NEWTON_STEPS = 10\n")
-        ],
-        family="classification",
-        rank=100,
+    _set(
+        "newton-steps",
+        "NEWTON_STEPS = 6\n",
+        "NEWTON_STEPS = 10\n",
+        "Take 10 Newton steps instead of 6 so the fit converges with many features.",
+        100,
     ),
 ]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 from pathlib import Path
 
 from rlab_core.api import (
@@ -13,6 +12,7 @@ from rlab_core.api import (
     PreparedTask,
     TaskListing,
     UnknownNameError,
+    remove_tree,
 )
 from rlab_kuairand import build, sample, source
 from rlab_kuairand.options import KuaiRandOptions
@@ -25,11 +25,11 @@ TASKS = {
 }
 
 
-class KuaiRandBenchmark(Benchmark):
+class KuaiRandBenchmark(Benchmark[KuaiRandOptions]):
     """KuaiRand ranking of long_view with the organizers' split and metrics."""
 
     def list_tasks(self) -> list[TaskListing]:
-        options: KuaiRandOptions = self.config  # type: ignore[assignment]
+        options = self.config
         listings = []
         for task, summary in TASKS.items():
             if task == "sample":
@@ -50,7 +50,7 @@ class KuaiRandBenchmark(Benchmark):
         return listings
 
     def prepare(self, task: str, cache_root: Path, *, rebuild_cache: bool = False) -> PreparedTask:
-        options: KuaiRandOptions = self.config  # type: ignore[assignment]
+        options = self.config
         if task not in TASKS:
             names = ", ".join(f"kuairand:{t}" for t in TASKS)
             raise UnknownNameError(f"Unknown kuairand task '{task}'; available: {names}.")
@@ -63,12 +63,13 @@ class KuaiRandBenchmark(Benchmark):
                 or not build.is_current(target)
                 or source.find_files(raw, "pure") is None
             ):
+                # the generated raw files are staged too: a killed run never leaves half of them
                 staging = raw.with_name(raw.name + ".partial")
-                shutil.rmtree(staging, ignore_errors=True)
+                remove_tree(staging)
                 sample.generate(
                     staging, options.sample_users, options.sample_videos, options.sample_seed
                 )
-                shutil.rmtree(raw, ignore_errors=True)
+                remove_tree(raw)
                 staging.replace(raw)
                 build.build(raw, target, "pure", synthetic=True)
             return KuaiRandTask("kuairand:sample", target, raw)

@@ -4,14 +4,12 @@ Rows: both standard logs read in order (4_08 file, then 4_22 file), file order k
 filtered by ``date`` into train / val / test; ``row_id`` is the 0-based position in the
 split. ``public/`` holds train.csv and val.csv with every column, test.csv with only what is
 known at impression time, and the three feature files; ``private/`` holds the evaluation
-keys and labels. The build is atomic (``.partial`` then rename) and its marker carries a
-data version so stale copies are rebuilt.
+keys and labels. The folder is written by ``build_prepared`` (atomic, public files
+read-only) and its marker carries a data version so stale copies are rebuilt.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rlab_core.api import build_prepared, read_marker
 from rlab_kuairand import schema
 
 DATA_VERSION = "3"  # 3: test rows keep duration_ms (a video attribute)
@@ -48,24 +47,6 @@ def split_rows(logs: pd.DataFrame) -> dict[str, pd.DataFrame]:
 def build(raw: Path, target: Path, variant: str, synthetic: bool) -> dict[str, Any]:
     """Write ``public/``, ``private/`` and ``marker.json`` under ``target``; return the facts."""
     splits = split_rows(read_standard_logs(raw, variant))
-    staging = target.with_name(target.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    public, private = staging / "public", staging / "private"
-    public.mkdir(parents=True)
-    private.mkdir()
-    splits["train"].to_csv(public / "train.csv", index=False)
-    splits["val"].to_csv(public / "val.csv", index=False)
-    splits["test"][["row_id", *schema.IMPRESSION_COLUMNS]].to_csv(public / "test.csv", index=False)
-    for public_name, raw_name in schema.feature_files(variant).items():
-        shutil.copyfile(raw / raw_name, public / public_name)
-    for split in ("val", "test"):
-        part = splits[split]
-        np.savez(
-            private / f"{split}_keys.npz",
-            user_id=part["user_id"].to_numpy(np.int64),
-            video_id=part["video_id"].to_numpy(np.int64),
-            label=part[schema.LABEL].to_numpy(np.int8),
-        )
     longest = {
         split: int(part.groupby("user_id").size().max()) if len(part) else 0
         for split, part in splits.items()
@@ -82,18 +63,27 @@ def build(raw: Path, target: Path, variant: str, synthetic: bool) -> dict[str, A
             for split, part in splits.items()
         },
     }
-    (staging / "marker.json").write_text(json.dumps(facts, indent=1))
-    for path in public.iterdir():
-        os.chmod(path, 0o444)
-    shutil.rmtree(target, ignore_errors=True)
-    staging.replace(target)
+    with build_prepared(target) as prepared:
+        public, private = prepared.public, prepared.private
+        splits["train"].to_csv(public / "train.csv", index=False)
+        splits["val"].to_csv(public / "val.csv", index=False)
+        test_columns = ["row_id", *schema.IMPRESSION_COLUMNS]
+        splits["test"][test_columns].to_csv(public / "test.csv", index=False)
+        for public_name, raw_name in schema.feature_files(variant).items():
+            shutil.copyfile(raw / raw_name, public / public_name)
+        for split in ("val", "test"):
+            part = splits[split]
+            np.savez(
+                private / f"{split}_keys.npz",
+                user_id=part["user_id"].to_numpy(np.int64),
+                video_id=part["video_id"].to_numpy(np.int64),
+                label=part[schema.LABEL].to_numpy(np.int8),
+            )
+        prepared.marker = facts
     return facts
 
 
 def is_current(target: Path) -> bool:
     """True when ``target`` holds a finished build of this data version."""
-    marker = target / "marker.json"
-    try:
-        return json.loads(marker.read_text()).get("version") == DATA_VERSION
-    except (OSError, ValueError):
-        return False
+    marker = read_marker(target)
+    return marker is not None and marker.get("version") == DATA_VERSION

@@ -17,23 +17,11 @@ _FIELDS = "# field additions (one line each)\n"
 
 
 def _add(move_id: str, marker: str, line: str, hypothesis: str, rank: int) -> PlaybookMove:
-    return PlaybookMove(
-        id=move_id,
-        hypothesis=hypothesis,
-        edits=[Edit(file="main.py", anchor=marker, replacement=marker + line + "\n")],
-        family="ranking",
-        rank=rank,
-    )
+    return PlaybookMove.adding_line(move_id, marker, line, hypothesis, rank=rank, family="ranking")
 
 
 def _set(move_id: str, old: str, new: str, hypothesis: str, rank: int) -> PlaybookMove:
-    return PlaybookMove(
-        id=move_id,
-        hypothesis=hypothesis,
-        edits=[Edit(file="main.py", anchor=old, replacement=new)],
-        family="ranking",
-        rank=rank,
-    )
+    return PlaybookMove.replacing(move_id, old, new, hypothesis, rank=rank, family="ranking")
 
 
 MOVES: list[PlaybookMove] = [

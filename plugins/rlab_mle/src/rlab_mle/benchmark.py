@@ -19,16 +19,15 @@ from rlab_mle.registry import BUILTIN_RAW, Registry, builtin_is_current
 from rlab_mle.task import MleTask
 
 
-class MleBenchmark(Benchmark):
+class MleBenchmark(Benchmark[MleOptions]):
     """MLE-bench competitions (mlebench, a definition folder, built-ins) by id."""
 
     def registry(self, cache_root: Path | None = None) -> Registry:
         """The competitions these options make visible."""
-        options: MleOptions = self.config  # type: ignore[assignment]
-        return Registry(options, cache_root or cache_home() / "mle")
+        return Registry(self.config, cache_root or cache_home() / "mle")
 
     def list_tasks(self) -> list[TaskListing]:
-        options: MleOptions = self.config  # type: ignore[assignment]
+        options = self.config
         found = self.registry()
         listings = []
         for cid in found.ids(lite=options.lite):
@@ -47,7 +46,7 @@ class MleBenchmark(Benchmark):
         return listings
 
     def prepare(self, task: str, cache_root: Path, *, rebuild_cache: bool = False) -> PreparedTask:
-        options: MleOptions = self.config  # type: ignore[assignment]
+        options = self.config
         found = self.registry(cache_root)
         competition = found.ensure_data(found.get(task))
         target = build.task_dir(cache_root, competition, options)

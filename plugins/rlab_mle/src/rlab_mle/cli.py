@@ -131,7 +131,7 @@ def _validate(
     competitions: list[str], path: Path, data_dir: Path | None, competitions_dir: Path | None
 ) -> int:
     from rlab_core.api import cache_home
-    from rlab_mle.grading import check_submission
+    from rlab_mle.competition_grading import check_submission
     from rlab_mle.registry import Registry
 
     if len(competitions) != 1:

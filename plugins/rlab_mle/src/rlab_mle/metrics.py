@@ -1,6 +1,6 @@
 """The competition metrics on aligned arrays, as Kaggle defines them.
 
-Plain NumPy, no input checking beyond what the formula needs: :mod:`rlab_mle.graders`
+Plain NumPy, no input checking beyond what the formula needs: :mod:`rlab_mle.metric_graders`
 aligns a submission with its answers and rejects malformed ones first. Each metric is
 tested against scikit-learn where scikit-learn has it.
 """

@@ -89,16 +89,13 @@ def row_stats(out, both, columns):
 
 
 def _setting(move_id: str, line: str, hypothesis: str, rank: int) -> PlaybookMove:
-    return PlaybookMove(
-        id=move_id,
-        hypothesis=hypothesis,
-        edits=[Edit(file="main.py", anchor=SETTINGS, replacement=SETTINGS + line + "\n")],
-        family="tabular",
-        rank=rank,
+    return PlaybookMove.adding_line(
+        move_id, SETTINGS, line, hypothesis, rank=rank, family="tabular"
     )
 
 
 def _feature(move_id: str, builder: str, step: str, hypothesis: str, rank: int) -> PlaybookMove:
+    """A builder function under ``BUILDERS`` (a blank line after it) and its call under ``STEPS``."""
     return PlaybookMove(
         id=move_id,
         hypothesis=hypothesis,

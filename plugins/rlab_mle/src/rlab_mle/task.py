@@ -21,9 +21,9 @@ from rlab_core.api import (
     Split,
     stage_by_progress,
 )
-from rlab_mle import context, grading, leaderboard, registry
+from rlab_mle import competition_grading, context, leaderboard, registry
 from rlab_mle.definitions import Competition
-from rlab_mle.graders import InvalidSubmission, submission_problems
+from rlab_mle.metric_graders import InvalidSubmission, submission_problems
 from rlab_mle.options import MleOptions
 
 SEEDS = Path(__file__).parent / "seeds"
@@ -140,7 +140,9 @@ class MleTask(PreparedTask):
         frame = pd.read_csv(Path(output_dir) / OUTPUTS["val"])
         answers = pd.read_csv(self.private / "val_answers.csv")
         try:
-            value = grading.grade(self.competition, frame, answers, self._expected("val"))
+            value = competition_grading.grade(
+                self.competition, frame, answers, self._expected("val")
+            )
         except InvalidSubmission as exc:
             raise ContractError(f"{OUTPUTS['val']}: {exc}") from None
         return Score(
@@ -156,7 +158,9 @@ class MleTask(PreparedTask):
         Nothing is written beside the predictions: ``rlab final`` records the report in
         ``final_report.json`` (``test_details.grading_report``).
         """
-        report, reason = grading.grade_report(output_dir / OUTPUTS["test"], self.competition)
+        report, reason = competition_grading.grade_report(
+            output_dir / OUTPUTS["test"], self.competition
+        )
         if report["score"] is None:
             raise ContractError(f"the test submission is invalid: {reason}")
         numbers = {
@@ -178,7 +182,7 @@ class MleTask(PreparedTask):
             return None
         target = Path(dest) / OUTPUTS["test"]
         shutil.copyfile(source, target)
-        problems = grading.format_problems(
+        problems = competition_grading.format_problems(
             target, self.competition.sample_submission, self.competition
         )
         check = {

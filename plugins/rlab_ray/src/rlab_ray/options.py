@@ -6,6 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+#: The jail a worker node gives candidates (the local sandbox's ``isolation`` option).
+IsolationRequest = Literal["auto", "bubblewrap", "netns", "none"]
+
 
 class RaySandboxConfig(BaseModel):
     """Options of the ``ray`` sandbox."""
@@ -42,7 +45,7 @@ class RaySandboxConfig(BaseModel):
         description="Retries of a candidate whose Ray worker or node was lost; a candidate's own "
         "crash or timeout is never retried.",
     )
-    isolation: Literal["auto", "bubblewrap", "netns", "none"] = Field(
+    isolation: IsolationRequest = Field(
         default="auto",
         description="Jail on the worker node (the local sandbox's): auto takes the strongest the "
         "node has.",

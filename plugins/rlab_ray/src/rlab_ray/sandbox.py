@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import ray
-from pydantic import BaseModel
 from ray import exceptions as rx
 
 from rlab_core.api import (
@@ -73,19 +72,16 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:300] if text else ''}".rstrip(": ")
 
 
-class RaySandbox(Sandbox):
+class RaySandbox(Sandbox[RaySandboxConfig]):
     """Runs each candidate as a Ray task on a cluster, jailed by the worker's local sandbox."""
 
-    Config = RaySandboxConfig
-
-    def __init__(self, config: BaseModel) -> None:
+    def __init__(self, config: RaySandboxConfig) -> None:
         super().__init__(config)
-        self.options: RaySandboxConfig = config  # type: ignore[assignment]
         self._lock = threading.Lock()
         self._inflight: set[Any] = set()
         self._fingerprints: dict[str, Fingerprint] = {}
         self._cancelled = threading.Event()
-        self.cluster = connect(self.options)
+        self.cluster = connect(self.config)
         try:
             self._task = ray.remote(run_job)
             self._worker = self._probe()
@@ -103,7 +99,7 @@ class RaySandbox(Sandbox):
         that out of the first candidates' time and lets them start together.
         """
         task = ray.remote(probe)
-        options = self.options.isolation, self.options.python
+        options = self.config.isolation, self.config.python
         warm = max(0, min(int(self.cluster.resources()["cpus"]), WARM_WORKERS) - 1)
         first = task.options(name="rlab-probe", num_cpus=0, max_retries=0).remote(*options, 0.3)
         others = [
@@ -141,13 +137,13 @@ class RaySandbox(Sandbox):
             "address": self.cluster.address,
             "cluster_started_here": self.cluster.owned,
             "resources": self._resources,
-            "num_cpus_per_candidate": self.options.num_cpus_per_candidate or "RLAB_THREADS",
-            "max_retries": self.options.max_retries,
+            "num_cpus_per_candidate": self.config.num_cpus_per_candidate or "RLAB_THREADS",
+            "max_retries": self.config.max_retries,
             "files": FILE_ROUTE,
         }
 
     def _cpus_for(self, request: SandboxRequest) -> float:
-        wanted = self.options.num_cpus_per_candidate
+        wanted = self.config.num_cpus_per_candidate
         if wanted is None:
             wanted = float(request.threads)
         largest = self._resources["largest_node_cpus"]
@@ -181,14 +177,14 @@ class RaySandbox(Sandbox):
             timeout_s=request.timeout_s,
             memory_mb=request.memory_mb,
             max_output_mb=request.max_output_mb,
-            isolation=self.options.isolation,
-            python=self.options.python,
+            isolation=self.config.isolation,
+            python=self.config.python,
             disk_mb=request.disk_mb,
             outputs_mb=request.outputs_mb,
         )
         notes = [f"[rlab-ray] not sent to the worker (not regular files): {', '.join(skipped)}"]
         notes = notes if skipped else []
-        attempts = self.options.max_retries + 1
+        attempts = self.config.max_retries + 1
         for attempt in range(1, attempts + 1):
             if self._cancelled.is_set():
                 notes.append("[rlab-ray] cancelled: not retried")

@@ -25,6 +25,7 @@ from rlab_core.api import (
     SandboxRequest,
     take_outputs,
 )
+from rlab_ray.options import IsolationRequest
 from rlab_ray.transfer import (
     Fingerprint,
     data_fingerprint,
@@ -57,7 +58,7 @@ class WorkerJob:
     timeout_s: float
     memory_mb: int
     max_output_mb: float
-    isolation: str = "auto"
+    isolation: IsolationRequest = "auto"
     python: str | None = None
     disk_mb: int | None = None
     outputs_mb: float | None = None
@@ -75,18 +76,16 @@ class WorkerResult:
     worker_pid: int
 
 
-_sandboxes: dict[tuple[str, str | None], LocalSandbox] = {}
+_sandboxes: dict[tuple[IsolationRequest, str | None], LocalSandbox] = {}
 _lock = threading.Lock()
 
 
-def local_sandbox(isolation: str, python: str | None) -> LocalSandbox:
+def local_sandbox(isolation: IsolationRequest, python: str | None) -> LocalSandbox:
     """This worker's local sandbox for ``isolation`` (the jail probe runs once per process)."""
     key = (isolation, python)
     with _lock:
         if key not in _sandboxes:
-            _sandboxes[key] = LocalSandbox(
-                LocalSandboxConfig(isolation=isolation, python=python)  # type: ignore[arg-type]
-            )
+            _sandboxes[key] = LocalSandbox(LocalSandboxConfig(isolation=isolation, python=python))
         return _sandboxes[key]
 
 
@@ -96,7 +95,7 @@ def _where() -> tuple[str, str]:
     return ray.util.get_node_ip_address(), ray.get_runtime_context().get_node_id()
 
 
-def probe(isolation: str, python: str | None, hold_s: float = 0.0) -> dict[str, Any]:
+def probe(isolation: IsolationRequest, python: str | None, hold_s: float = 0.0) -> dict[str, Any]:
     """The isolation a worker gives candidates, and where it ran (raises if unavailable).
 
     ``hold_s`` keeps the worker busy a moment, so that probes sent together start (and

@@ -22,6 +22,7 @@ from rlab_core.api import (
     SeedCandidate,
     Split,
     TaskListing,
+    read_marker,
 )
 from rlab_relbench import build, contract, flights, official, sources
 from rlab_relbench.options import RelBenchOptions
@@ -30,7 +31,7 @@ SEEDS = Path(__file__).parent / "seeds"
 METRIC = {"binary_classification": "roc_auc", "regression": "nmae", "recommendation": "map"}
 
 
-class RelBenchBenchmark(Benchmark):
+class RelBenchBenchmark(Benchmark[RelBenchOptions]):
     """RelBench tasks: rel-flights (built in), official datasets by name, local folders."""
 
     def list_tasks(self) -> list[TaskListing]:
@@ -65,7 +66,7 @@ class RelBenchBenchmark(Benchmark):
         return out
 
     def prepare(self, task: str, cache_root: Path, *, rebuild_cache: bool = False) -> PreparedTask:
-        options: RelBenchOptions = self.config  # type: ignore[assignment]
+        options = self.config
         source = sources.resolve(task, cache_root, rebuild=rebuild_cache)
         target = cache_root / "prepared" / source.key
         reason = "--rebuild-cache" if rebuild_cache else stale_reason(target, source)
@@ -81,13 +82,12 @@ class RelBenchBenchmark(Benchmark):
 
 def stale_reason(target: Path, source: sources.Source) -> str | None:
     """Why the cache at ``target`` cannot be used (missing, stale, tampered), or None."""
-    marker_path = target / "marker.json"
-    if not marker_path.exists():
-        return "no cache yet" if not target.exists() else "no validity marker"
-    try:
-        marker = json.loads(marker_path.read_text())
-    except ValueError:
-        return "unreadable validity marker"
+    marker = read_marker(target)
+    if marker is None:
+        if not target.exists():
+            return "no cache yet"
+        exists = (target / "marker.json").exists()
+        return "unreadable validity marker" if exists else "no validity marker"
     expected = {
         "dataset": source.dataset,
         "task": source.task,

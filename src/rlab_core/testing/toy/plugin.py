@@ -1,25 +1,29 @@
-"""Registers the toy benchmark and the scripted agent (inline in tests, or via RLAB_PLUGIN_MODULES)."""
+"""Registers the toy benchmark and the scripted agent.
+
+Register it on a host (``host.register(plugin, name="toy")``) or name it in
+``RLAB_PLUGIN_MODULES=rlab_core.testing.toy.plugin`` for the ``rlab`` command line.
+"""
 
 from __future__ import annotations
 
-from rlab_core.hookspecs import AgentInfo, BenchmarkInfo, hookimpl
+from rlab_core.api import AgentInfo, BenchmarkInfo, hookimpl
 
 
 def _benchmark():
-    from toy.benchmark import ToyBenchmark
+    from rlab_core.testing.toy.benchmark import ToyBenchmark
 
     return ToyBenchmark
 
 
 def _agent():
-    from toy.agent import ScriptedAgent
+    from rlab_core.testing.toy.agent import ScriptedAgent
 
     return ScriptedAgent
 
 
 @hookimpl
 def rlab_register_benchmarks():
-    from toy.benchmark import ToyOptions
+    from rlab_core.testing.toy.benchmark import ToyOptions
 
     return [
         BenchmarkInfo(
@@ -35,7 +39,7 @@ def rlab_register_benchmarks():
 
 @hookimpl
 def rlab_register_agents():
-    from toy.agent import ScriptedOptions
+    from rlab_core.testing.toy.agent import ScriptedOptions
 
     return [
         AgentInfo(

@@ -1,4 +1,5 @@
-"""Graders chosen by the competition config's grader name, with mle-bench's input checks.
+"""One grader per metric name (the competition config's ``grader.name``), with mle-bench's
+input checks; :mod:`rlab_mle.competition_grading` grades a whole submission with them.
 
 A grader takes ``(submission, answers)`` frames, refuses a malformed submission with
 :class:`InvalidSubmission` (one sentence per problem: columns, length, duplicate or unknown

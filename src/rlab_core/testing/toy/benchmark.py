@@ -9,23 +9,32 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlab_core.agent_context import BudgetProgress
-from rlab_core.budget import stage_by_progress
-from rlab_core.errors import ContractError, UnknownNameError
-from rlab_core.interfaces import Benchmark, PreparedTask, Split
-from rlab_core.records import Score
-from rlab_core.task_records import (
+from rlab_core.api import (
     AuditPattern,
+    Benchmark,
+    BudgetProgress,
     CandidateLimits,
+    ContractError,
     PlaybookMove,
+    PreparedTask,
+    Score,
     SeedCandidate,
+    Split,
     TaskListing,
+    UnknownNameError,
+    build_prepared,
+    read_marker,
+    stage_by_progress,
 )
+from rlab_core.testing.toy import SEED_DIR
 
-SEED_DIR = Path(__file__).parent / "seed"
+#: Bump when the prepared folder changes, so stale copies are rebuilt.
+DATA_VERSION = "1"
 
 
 class ToyOptions(BaseModel):
+    """Options of the ``toy`` benchmark."""
+
     model_config = ConfigDict(extra="forbid")
 
     timeout_s: float = Field(default=20.0, description="Candidate timeout.")
@@ -34,12 +43,15 @@ class ToyOptions(BaseModel):
     smoke_run: bool = Field(default=False, description="Run --debug first.")
     seed_dir: str | None = Field(default=None, description="Use this seed folder instead.")
     playbook: list[dict] = Field(
-        default_factory=list, description="Moves for the playbook agent: id, hypothesis, edits."
+        default_factory=list,
+        description="Playbook moves the task offers: id, hypothesis, edits (rank: list order).",
     )
     staged: bool = Field(default=False, description="Stage candidates by budget progress.")
 
 
-class ToyBenchmark(Benchmark):
+class ToyBenchmark(Benchmark[ToyOptions]):
+    """One task, ``toy:line``: noisy points of y = 3x + 1, split into train, val and test."""
+
     def list_tasks(self) -> list[TaskListing]:
         return [TaskListing(name="toy:line", summary="Fit a line; RMSE.", available=True)]
 
@@ -47,30 +59,28 @@ class ToyBenchmark(Benchmark):
         if task != "line":
             raise UnknownNameError(f"Unknown toy task '{task}'; available: toy:line.")
         root = cache_root / "line"
-        public, private = root / "public", root / "private"
-        if rebuild_cache or not (root / "marker").exists():
-            public.mkdir(parents=True, exist_ok=True)
-            private.mkdir(parents=True, exist_ok=True)
-            rng = random.Random(0)
-            xs = {s: [rng.uniform(-2, 2) for _ in range(20)] for s in ("train", "val", "test")}
-            ys = {s: [3 * x + 1 + rng.gauss(0, 0.1) for x in xs[s]] for s in xs}
-            (public / "inputs.json").write_text(
-                json.dumps(
-                    {
-                        "train_x": xs["train"],
-                        "train_y": ys["train"],
-                        "val_x": xs["val"],
-                        "test_x": xs["test"],
-                    }
-                )
-            )
-            (private / "labels.json").write_text(json.dumps({"val": ys["val"], "test": ys["test"]}))
-            (private / "secret_test_labels.txt").write_text("private")
-            (root / "marker").write_text("1")
-        return ToyTask(root, self.config)  # type: ignore[arg-type]
+        if rebuild_cache or read_marker(root) != {"version": DATA_VERSION}:
+            with build_prepared(root) as build:
+                rng = random.Random(0)
+                xs = {s: [rng.uniform(-2, 2) for _ in range(20)] for s in ("train", "val", "test")}
+                ys = {s: [3 * x + 1 + rng.gauss(0, 0.1) for x in xs[s]] for s in xs}
+                inputs = {
+                    "train_x": xs["train"],
+                    "train_y": ys["train"],
+                    "val_x": xs["val"],
+                    "test_x": xs["test"],
+                }
+                (build.public / "inputs.json").write_text(json.dumps(inputs))
+                labels = {"val": ys["val"], "test": ys["test"]}
+                (build.private / "labels.json").write_text(json.dumps(labels))
+                (build.private / "secret_test_labels.txt").write_text("private")
+                build.marker = {"version": DATA_VERSION}
+        return ToyTask(root, self.config)
 
 
 class ToyTask(PreparedTask):
+    """``toy:line``: write ``val_predictions.json`` and ``test_predictions.json`` (20 floats each)."""
+
     name = "toy:line"
     primary_metric = "rmse"
     higher_is_better = False

@@ -1,7 +1,8 @@
-"""Grading as mle-bench does it: a score rounded to 5 decimals, medals, the validation check.
+"""Grading a competition's submission as mle-bench does: a score rounded to 5 decimals,
+medals, the validation check.
 
 ``grade`` uses mlebench's own ``grade_fn`` when the competition came with one (mlebench
-installed), otherwise the grader named by the config. ``grade_report`` gives mle-bench's
+installed), otherwise the metric grader the config names (:mod:`rlab_mle.metric_graders`). ``grade_report`` gives mle-bench's
 report fields in mle-bench's order; ``check_submission`` is the agent-side endpoint:
 valid, or invalid with the reason, never a score.
 """
@@ -17,7 +18,7 @@ import pandas as pd
 from rlab_core.api import ConfigError
 from rlab_mle import leaderboard
 from rlab_mle.definitions import Competition
-from rlab_mle.graders import InvalidSubmission, grader_for, submission_problems
+from rlab_mle.metric_graders import InvalidSubmission, grader_for, submission_problems
 
 REPORT_FIELDS = (
     "competition_id",

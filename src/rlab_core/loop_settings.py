@@ -1,0 +1,35 @@
+"""The few settings the research loop reads, as one small value the runner builds.
+
+The loop never sees the whole run configuration: the stop rules, the budgets, how many
+candidates run at once and in which order decisions see them, the repair attempts, the
+seed and the user's own seed program are all it needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from rlab_core.budget import Budgets
+from rlab_core.interfaces import StopRules
+
+#: ``reproducible``: decisions see results in dispatch order; ``as-completed``: at once.
+ParallelOrder = Literal["reproducible", "as-completed"]
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """What shapes one search, beyond its parts (task, agent, strategy, sandbox)."""
+
+    rules: StopRules = field(default_factory=StopRules)
+    budgets: Budgets = field(default_factory=Budgets)
+    #: Candidates evaluated at once.
+    workers: int = 1
+    parallel_order: ParallelOrder = "reproducible"
+    #: Repair attempts for a failed node.
+    debug_tries: int = 1
+    #: Seed of the strategy's random choices (and of what agents and candidates are told).
+    seed: int = 0
+    #: The user's own program to start from, instead of the task's seed candidates.
+    seed_candidate: Path | None = None

@@ -1,0 +1,93 @@
+"""The rules of a task's playbook, for the agents that play its moves.
+
+A :class:`~rlab_core.task_records.PlaybookMove` is tried lowest ``rank`` first, at most
+once along a lineage (a move tried from any node of the parent's lineage is not offered
+again below it), only once every move it ``requires`` is applied in the lineage, and only
+where all its anchors occur in the parent's source (a move for another seed is skipped).
+A failed move is repaired with the ``fix`` it declares, once: the repair's ``move_id`` is
+the move's id with :data:`FIX_SUFFIX`. The testing kit's ``ranked-playbook`` agent is these
+rules alone; rlab-agents' ``playbook`` agent adds exploration on top.
+"""
+
+from __future__ import annotations
+
+from rlab_core.agent_context import AgentContext, NodeSummary, RepairContext
+from rlab_core.edits import apply_edits
+from rlab_core.errors import EditError
+from rlab_core.records import Proposal
+from rlab_core.task_records import PlaybookMove
+
+#: Appended to a move's id for the node that applies its declared ``fix``.
+FIX_SUFFIX = ":fix"
+
+
+def lineage_of(tree: list[NodeSummary], node_id: str) -> list[NodeSummary]:
+    """The node and its ancestors, root first."""
+    by_id = {n.id: n for n in tree}
+    chain: list[NodeSummary] = []
+    current: str | None = node_id
+    while current is not None and current in by_id:
+        chain.append(by_id[current])
+        current = by_id[current].parent_id
+    return list(reversed(chain))
+
+
+def _base_move(move_id: str | None) -> str | None:
+    """The move a node applied: its id without the repair suffix."""
+    return move_id.removesuffix(FIX_SUFFIX) if move_id else move_id
+
+
+def moves_on_lineage(context: AgentContext) -> tuple[set[str], set[str]]:
+    """(moves applied in the parent's lineage, moves tried from any node of it)."""
+    lineage = lineage_of(context.tree, context.parent.id)
+    lineage_ids = {n.id for n in lineage}
+    applied = {m for n in lineage if (m := _base_move(n.move_id))}
+    tried = set(applied)
+    for node in context.tree:
+        if node.parent_id in lineage_ids and (move := _base_move(node.move_id)):
+            tried.add(move)
+    return applied, tried
+
+
+def applicable_moves(context: AgentContext) -> list[PlaybookMove]:
+    """Untried moves, in rank order, whose prerequisites are applied and whose edits apply."""
+    applied, tried = moves_on_lineage(context)
+    usable = []
+    for move in sorted(context.playbook, key=lambda m: (m.rank, m.id)):
+        if move.id in tried or not set(move.requires) <= applied:
+            continue
+        try:
+            apply_edits(context.parent_source, move.edits, context.editable_files)
+        except EditError:
+            continue  # an anchor is absent from this parent: a move for another seed
+        usable.append(move)
+    return usable
+
+
+def move_proposal(move: PlaybookMove) -> Proposal:
+    """The proposal that applies ``move``."""
+    return Proposal(
+        hypothesis=move.hypothesis,
+        edits=move.edits,
+        move_id=move.id,
+        rationale=f"playbook move {move.id} (rank {move.rank})",
+    )
+
+
+def fix_proposal(context: RepairContext) -> Proposal | None:
+    """The failed node's declared fix when its move has one that applies, else ``None``."""
+    move_id = context.parent.move_id
+    if not move_id or move_id.endswith(FIX_SUFFIX):
+        return None  # not a playbook move, or its fix already failed
+    move = next((m for m in context.playbook if m.id == move_id), None)
+    if move is None or not move.fix:
+        return None
+    try:
+        apply_edits(context.parent_source, move.fix, context.editable_files)
+    except EditError:
+        return None
+    return Proposal(
+        hypothesis=f"Repair of '{move.id}': apply its declared fix ({context.error[:120]})",
+        edits=move.fix,
+        move_id=move.id + FIX_SUFFIX,
+    )
