@@ -224,4 +224,4 @@ def build_run_config(
     mode_values = resolve_mode(host, mode_name) if mode_name else {}
     merged = merge_layers(mode_values, file_values, cli)
     where = "run options (command line, config file or mode)"
-    return validate_model(RunConfig, merged, where)  # type: ignore[return-value]
+    return validate_model(RunConfig, merged, where)

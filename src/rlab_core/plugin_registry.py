@@ -36,6 +36,7 @@ _INFO_TYPE = {
     "sandboxes": SandboxInfo,
     "modes": ModeInfo,
 }
+ModelT = TypeVar("ModelT", bound=BaseModel)
 InfoT = TypeVar("InfoT", BenchmarkInfo, AgentInfo, StrategyInfo, SandboxInfo, ModeInfo)
 
 
@@ -113,7 +114,7 @@ def validate_options(
         ) from None
 
 
-def validate_model(model: type[BaseModel], data: dict[str, Any], what: str) -> BaseModel:
+def validate_model(model: type[ModelT], data: dict[str, Any], what: str) -> ModelT:
     """Validate ``data`` against ``model``; a failure is one ConfigError sentence naming fields."""
     try:
         return model.model_validate(data)
