@@ -2,7 +2,7 @@
 
 Plugins' sources import only :mod:`rlab_core` itself (``hookimpl``, ``__version__``) and
 :mod:`rlab_core.api`; never another plugin. The core imports no plugin. The API's lazy table,
-its type-checking imports and ``__all__`` name the same things, and every name loads.
+its stub (``api.pyi``, the one list) and ``__all__`` name the same things, and every name loads.
 """
 
 from __future__ import annotations
@@ -61,21 +61,26 @@ def test_the_core_imports_no_plugin() -> None:
     assert not problems, "\n".join(problems)
 
 
-def test_every_public_name_loads_and_the_three_lists_agree() -> None:
-    tree = ast.parse(Path(api.__file__).read_text())
-    checked: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
-            for stmt in node.body:
-                assert isinstance(stmt, ast.ImportFrom)
-                for alias in stmt.names:
-                    name = alias.asname or alias.name
-                    checked.add(name)
-                    assert api._EXPORTS[name] == (stmt.module, alias.name), name
-    assert checked == set(api._EXPORTS)
+def test_every_public_name_loads_from_the_one_list_in_the_stub() -> None:
+    """``api.pyi`` is the list: type checkers read it, the module loads each name from it."""
+    stub = ast.parse(Path(api.__file__).with_suffix(".pyi").read_text())
+    imported = {
+        alias.asname: (statement.module, alias.name)
+        for statement in stub.body
+        if isinstance(statement, ast.ImportFrom)
+        and statement.module
+        and statement.module.startswith("rlab_core")
+        for alias in statement.names
+    }
+    # `name as name`: the re-export form type checkers honour in a stub
+    assert all(asname is not None for asname in imported), "write `from m import X as X`"
+    assert imported == api._EXPORTS and len(imported) > 90
+    functions = [f.name for f in stub.body if isinstance(f, ast.FunctionDef)]
+    assert functions == ["run_cli"]
     assert set(api.__all__) == {*api._EXPORTS, "run_cli"}
     for name in api.__all__:
         assert getattr(api, name) is not None, name
+    assert "api.pyi" in {p.name for p in Path(api.__file__).parent.iterdir()}
 
 
 def test_importing_hooks_from_the_api_stays_light() -> None:
