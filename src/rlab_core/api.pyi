@@ -28,6 +28,7 @@ from rlab_core.builtin.convergence import (
     convergence_reason as convergence_reason,
     target_reason as target_reason,
 )
+from rlab_core.builtin.jail import ISOLATION_LEVELS as ISOLATION_LEVELS
 from rlab_core.builtin.local_sandbox import (
     LocalSandbox as LocalSandbox,
     LocalSandboxConfig as LocalSandboxConfig,

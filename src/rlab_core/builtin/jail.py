@@ -24,6 +24,8 @@ from rlab_core.builtin.jail_netns import PRIVATE_TMP, Netns, find_netns
 from rlab_core.errors import SandboxUnavailableError
 
 LEVELS = ("bubblewrap", "netns", "none")
+#: The same, as the public API names it (``rlab_core.api.ISOLATION_LEVELS``).
+ISOLATION_LEVELS = LEVELS
 
 #: Entries of /etc a Python program needs; secrets such as /etc/shadow stay out.
 ETC_ENTRIES = (
