@@ -80,6 +80,7 @@ def run_noop(
         # every child beats its parent by 1.0 > epsilon, and min_iterations forbids an early stop
         min_iterations=iterations,
         debug_tries=0,
+        finalists=0,  # the figures are per iteration: no seed replicates after the search
         smoke_run=False,
         **{"out": root / "runs", **overrides},
     )

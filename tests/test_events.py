@@ -16,11 +16,13 @@ from rlab_core.events import (
     BestExported,
     BranchClosed,
     Event,
+    FinalistsChosen,
     FinalScored,
     NodeAbandoned,
     NodeFinished,
     NodeStarted,
     ParentExhausted,
+    ReplicateScored,
     RunResumed,
     RunStarted,
     RunStopped,
@@ -78,6 +80,21 @@ def _one_of_each() -> list[Event]:
             nodes=2, abandoned=["n0002"], torn_tail=False, isolation="none", isolation_warning=None
         ),
         NodeAbandoned(id="n0002", reason="the run stopped while this node was running"),
+        ReplicateScored(node_id="n0000", seed=1, primary=0.48, wall_s=0.2),
+        ReplicateScored(node_id="n0000", seed=2, primary=None, failure="[run] exited with code 1"),
+        FinalistsChosen(
+            node_id="n0000",
+            rule="chosen by mean validation over 2 seeds among the 1 best nodes accepted at 90%",
+            finalists=[
+                {
+                    "node": "n0000",
+                    "scores": {"0": 0.5, "1": 0.48},
+                    "failures": {"2": "[run] exited with code 1"},
+                    "mean": 0.49,
+                    "spread": 0.014,
+                }
+            ],
+        ),
         RunStopped(reason="iteration budget reached (2/2)", best="n0000"),
         BestExported(node_id="n0000"),
         FinalScored(node_id="n0000", forced=False, report="final_report.json"),
@@ -123,6 +140,10 @@ def test_every_event_type_round_trips_through_the_journal_observers_and_replay(t
     assert state.max_node_number == 2 and state.next_node_id() == "n0003"
     assert state.stop_reason == "iteration budget reached (2/2)"
     assert state.best_exported == "n0000"
+    assert state.replicates["n0000"][1]["primary"] == 0.48
+    assert state.replicates["n0000"][2]["failure"] == "[run] exited with code 1"
+    assert state.finalists is not None and state.finalists["node_id"] == "n0000"
+    assert state.tree.chosen_id == "n0000" and "mean validation" in (state.tree.chosen_rule or "")
     assert [f["node_id"] for f in state.finals] == ["n0000"]
     assert state.events == len(events)
 

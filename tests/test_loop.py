@@ -117,12 +117,65 @@ def test_convergence_stop_is_recorded_with_its_reason(run_toy):
             ("0.0001", "0.0003", "0.0004"),
         ]
     ]
-    outcome = run_toy([SLOPE_2, *tiny], min_iterations=2, window=3, epsilon=0.002, iterations=20)
+    outcome = run_toy(
+        [SLOPE_2, *tiny],
+        min_iterations=2,
+        window=3,
+        epsilon=0.002,
+        iterations=20,
+        acceptance="any",
+    )
     assert outcome.stop_reason.startswith("converged")
     assert "epsilon 0.002" in outcome.stop_reason and "last 3" in outcome.stop_reason
     state = replay(outcome.run.journal_path)
     assert state.stop_reason == outcome.stop_reason
     assert state.tree.iterations_used() == 4  # slope 2, then three tiny nudges, then stop
+
+
+def test_significant_convergence_counts_only_gains_beyond_the_noise(run_toy):
+    """Small wiggles move the score a little either way: within the noise, never a new best."""
+    line = 'predictions = [SLOPE * x + INTERCEPT for x in data[f"{split}_x"]]'
+    wiggles = [
+        {
+            "hypothesis": f"Wiggle the line by 0.03 * sin({k} x).",
+            "edits": [
+                edit("import json\n", "import json\nimport math\n"),
+                edit(line, line.replace("INTERCEPT", f"INTERCEPT + 0.03 * math.sin({k} * x)")),
+            ],
+        }
+        for k in (5, 7, 11)  # each on the best: slope 2
+    ]
+    outcome = run_toy([SLOPE_2, *wiggles], min_iterations=2, window=3, iterations=20)
+    assert outcome.stop_reason == (
+        "converged: no significant gain (one-sided 90%) over the best in the last 3 "
+        "evaluated iterations"
+    )
+    tree = replay(outcome.run.journal_path).tree
+    slope2, *nudges = [n for n in tree.evaluated() if n.kind != "seed"]
+    assert slope2.accepted and slope2.gain.verdict == "better" and slope2.gain.low > 0
+    assert tree.best().id == slope2.id
+    assert all(n.parent_id == slope2.id for n in nudges)
+    assert [n.gain.verdict for n in nudges] == ["within noise"] * 3
+    assert all(n.gain.low < 0 < n.gain.high for n in nudges)
+    # at least one scored better than the best, and still did not become it
+    assert any(n.score.primary < slope2.score.primary for n in nudges)  # RMSE: lower is better
+    assert not any(n.accepted for n in nudges)
+    assert all(n.score.standard_error > 0 for n in tree.evaluated())
+
+
+def test_a_small_consistent_gain_is_significant(run_toy):
+    """Moving every prediction toward the truth is a real gain, however small: paired."""
+    nudge = {
+        "hypothesis": "Nudge the intercept toward the data.",
+        "edits": [edit("INTERCEPT = 0.0\n", "INTERCEPT = 0.001\n")],
+    }
+    outcome = run_toy([SLOPE_2, nudge], iterations=2)
+    tree = replay(outcome.run.journal_path).tree
+    nudged = tree.get(outcome.best.id)
+    assert nudged.hypothesis == nudge["hypothesis"] and nudged.accepted
+    assert nudged.gain.verdict == "better" and 0 < nudged.gain.low < nudged.gain.delta < 0.001
+    # far below a node's own standard error: the pairing is what sees it
+    assert nudged.gain.delta < nudged.score.standard_error / 100
 
 
 def test_min_iterations_holds_off_convergence(run_toy):

@@ -20,6 +20,9 @@ LOOP_ROOMS = (
     "recorder",
     "events",
     "loop_settings",
+    "stopping",
+    "acceptance",
+    "finalists",
 )
 MAX_LINES = 300
 

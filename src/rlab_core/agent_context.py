@@ -22,6 +22,10 @@ class NodeSummary(Record):
     move_id: str | None = None
     diff: str = ""
     primary: float | None = None
+    #: Bootstrap standard error of ``primary`` over the task's natural units.
+    standard_error: float | None = None
+    #: The gain over its parent: ``better`` (beyond the noise), ``within noise``, ``worse``.
+    verdict: str | None = None
     metrics: dict[str, float] = Field(default_factory=dict)
     improved_on_parent: bool = False
     failure: str | None = None

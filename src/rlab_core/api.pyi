@@ -129,6 +129,7 @@ from rlab_core.records import (
     Execution as Execution,
     Failure as Failure,
     FailureStage as FailureStage,
+    Gain as Gain,
     Node as Node,
     NodeKind as NodeKind,
     NodeStatus as NodeStatus,
@@ -137,6 +138,20 @@ from rlab_core.records import (
     Score as Score,
     Timing as Timing,
     Usage as Usage,
+)
+from rlab_core.resampling import (
+    Resampling as Resampling,
+    WeightedAuroc as WeightedAuroc,
+    draw_counts as draw_counts,
+    fingerprint as fingerprint,
+    indexed_statistic as indexed_statistic,
+    paired_difference as paired_difference,
+    replicate_scores as replicate_scores,
+    row_weights as row_weights,
+    rows_statistic as rows_statistic,
+    standard_error as standard_error,
+    unit_index as unit_index,
+    weighted_mean as weighted_mean,
 )
 from rlab_core.task_records import (
     AuditPattern as AuditPattern,

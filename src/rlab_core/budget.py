@@ -34,13 +34,20 @@ def progress_of(tree: Tree, budgets: Budgets, elapsed_s: float) -> BudgetProgres
     )
 
 
-def budget_stop_reason(progress: BudgetProgress) -> str | None:
-    """The first exhausted budget, in words, or ``None``."""
+def budget_stop_reason(progress: BudgetProgress, reserve_s: float = 0.0) -> str | None:
+    """The first exhausted budget, in words, or ``None``.
+
+    ``reserve_s`` (at most half the time budget) is kept back from the time budget for
+    work after the search: the finalists' seed replicates.
+    """
     p = progress
     if p.iterations_max is not None and p.iterations_used >= p.iterations_max:
         return f"iteration budget reached ({p.iterations_used}/{p.iterations_max})"
-    if p.time_budget_s is not None and p.elapsed_s >= p.time_budget_s:
-        return f"time budget reached ({p.elapsed_s:.0f}s of {p.time_budget_s:.0f}s)"
+    if p.time_budget_s is not None:
+        kept = min(reserve_s, p.time_budget_s / 2)
+        if p.elapsed_s >= p.time_budget_s - kept:
+            held = f", {kept:.0f}s kept for the finalists" if kept else ""
+            return f"time budget reached ({p.elapsed_s:.0f}s of {p.time_budget_s:.0f}s{held})"
     if p.max_tokens is not None and p.tokens_used >= p.max_tokens:
         return f"token budget reached ({p.tokens_used} of {p.max_tokens})"
     if p.max_cost is not None and p.cost_used >= p.max_cost:

@@ -55,6 +55,26 @@ class RunConfig(BaseModel):
         default=3, ge=1, description="Convergence: evaluated iterations looked back."
     )
     min_iterations: int = Field(default=3, ge=0, description="Never converge before this many.")
+    acceptance: Literal["significant", "any"] = Field(
+        default="significant",
+        description="Which gains count: `significant` (beyond the noise, by a paired "
+        "bootstrap) or `any` (every gain in the score).",
+    )
+    confidence: float = Field(
+        default=0.9,
+        gt=0.5,
+        lt=1,
+        description="Level of the one-sided interval a significant gain must clear.",
+    )
+    resamples: int = Field(
+        default=1000, ge=50, le=100_000, description="Bootstrap resamples per node."
+    )
+    finalists: int = Field(
+        default=3, ge=0, description="Best nodes re-run with other seeds before the run ends."
+    )
+    finalist_seeds: int = Field(
+        default=2, ge=0, description="Other RLAB_SEED values each finalist runs with."
+    )
     debug_tries: int = Field(default=1, ge=0, description="Repair attempts for a failed node.")
     seed: int = Field(default=0, description="Seed for the strategy, agent and candidates.")
     seed_candidate: Path | None = Field(default=None, description="Start from this program folder.")

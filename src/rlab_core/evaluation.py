@@ -13,7 +13,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlab_core.config import RunConfig
 from rlab_core.edits import copy_source
@@ -24,6 +24,9 @@ from rlab_core.outputs import take_outputs
 from rlab_core.records import Execution, Failure, FailureStage, Score, Timing
 from rlab_core.run_folder import RunFolder
 from rlab_core.task_records import SandboxRequest
+
+if TYPE_CHECKING:
+    from rlab_core.acceptance import NoiseJudge
 
 THREAD_VARIABLES = (
     "OMP_NUM_THREADS",
@@ -102,14 +105,23 @@ class CandidateEvaluator:
         run: RunFolder,
         task: PreparedTask,
         sandbox: Sandbox[Any],
+        judge: NoiseJudge | None = None,
     ) -> None:
         self.settings = settings
         self.run = run
         self.task = task
         self.sandbox = sandbox
+        #: Measures each validation score's noise (replicate scores, standard error).
+        self.judge = judge
 
     def _contract_env(
-        self, node_id_: str, workdir: Path, output_dir: Path, stage: str, top_nodes: list[str]
+        self,
+        node_id_: str,
+        workdir: Path,
+        output_dir: Path,
+        stage: str,
+        top_nodes: list[str],
+        seed: int,
     ) -> dict[str, str]:
         threads = str(self.settings.threads)
         contract = {
@@ -118,13 +130,13 @@ class CandidateEvaluator:
             "RLAB_OUTPUT_DIR": str(output_dir),
             "RLAB_CACHE_DIR": str(self.run.cache_dir),
             "RLAB_STAGE": stage,
-            "RLAB_SEED": str(self.settings.seed),
+            "RLAB_SEED": str(seed),
             "RLAB_THREADS": threads,
             "HOME": str(workdir),
             "TMPDIR": "/tmp",
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONUNBUFFERED": "1",
-            "PYTHONHASHSEED": str(self.settings.seed),
+            "PYTHONHASHSEED": str(seed),
             "MPLBACKEND": "Agg",
             **dict.fromkeys(THREAD_VARIABLES, threads),
         }
@@ -141,12 +153,13 @@ class CandidateEvaluator:
         log: Path,
         stage: str,
         top_nodes: list[str],
+        seed: int,
     ) -> SandboxRequest:
         smoke = stage == "debug"
         return SandboxRequest(
             workdir=workdir,
             command=["python", "main.py", *(["--debug"] if smoke else [])],
-            env=self._contract_env(node_id_, workdir, output_dir, stage, top_nodes),
+            env=self._contract_env(node_id_, workdir, output_dir, stage, top_nodes, seed),
             data_dir=self.task.data_dir,
             output_dir=output_dir,
             cache_dir=self.run.cache_dir,
@@ -171,12 +184,17 @@ class CandidateEvaluator:
         *,
         stage: str = "full",
         top_nodes: list[str] | None = None,
+        seed: int | None = None,
+        home: Path | None = None,
     ) -> tuple[Execution | None, Score | None, Failure | None]:
         """Run the candidate in ``src_dir`` and return (execution, validation score, failure).
 
         Exactly one of score and failure is set. ``timing`` receives the sandbox start,
         candidate and scoring seconds. ``stage`` is the candidate's ``RLAB_STAGE`` after the
         smoke run; ``top_nodes`` (best first) reach it as ``RLAB_TOP_NODES`` at ``ensemble``.
+        ``seed`` replaces the run's ``RLAB_SEED`` and ``home`` the node's folder (with its
+        private outputs in ``home/private``): how a finalist is re-run with another seed;
+        such a run's noise is not measured.
 
         The candidate works in ``tmp/<node>/`` (its source copy and its output folder); when
         it has exited, its outputs are taken as data into ``nodes/<node>/outputs`` (and the
@@ -184,7 +202,9 @@ class CandidateEvaluator:
         validated and scored.
         """
         top = list(top_nodes or [])
-        node_dir = self.run.node_dir(node_id_)
+        node_dir = home if home is not None else self.run.node_dir(node_id_)
+        private_dir = home / "private" if home is not None else self.run.private_node_dir(node_id_)
+        seed_ = self.settings.seed if seed is None else seed
         scratch = self.run.scratch_dir / node_id_
         candidate_out = scratch / "outputs"
         try:
@@ -202,19 +222,30 @@ class CandidateEvaluator:
                     "debug",
                     timing,
                     top,
+                    seed_,
                 )
                 if failure is not None:
                     failure.stage = FailureStage.SMOKE
                     return execution, None, failure
             candidate_out.mkdir()
             execution, failure = self._run_stage(
-                node_id_, src_dir, scratch, candidate_out, node_dir / "log.txt", stage, timing, top
+                node_id_,
+                src_dir,
+                scratch,
+                candidate_out,
+                node_dir / "log.txt",
+                stage,
+                timing,
+                top,
+                seed_,
             )
             if failure is not None:
                 return execution, None, failure
             score_start = time.perf_counter()
             try:
-                return self._score(node_id_, execution, candidate_out)
+                return self._score(
+                    execution, candidate_out, node_dir, private_dir, measure=home is None
+                )
             finally:
                 timing.scoring_s = round(time.perf_counter() - score_start, 4)
         finally:
@@ -222,9 +253,15 @@ class CandidateEvaluator:
             shutil.rmtree(scratch, ignore_errors=True)
 
     def _score(
-        self, node_id_: str, execution: Execution, candidate_out: Path
+        self,
+        execution: Execution,
+        candidate_out: Path,
+        node_dir: Path,
+        private_dir: Path,
+        *,
+        measure: bool,
     ) -> tuple[Execution, Score | None, Failure | None]:
-        """Take the outputs as data, check the contract and score validation."""
+        """Take the outputs as data, check the contract, score validation and its noise."""
 
         def contract_failure(message: str) -> tuple[Execution, None, Failure]:
             failure = Failure(
@@ -234,15 +271,18 @@ class CandidateEvaluator:
 
         if execution.output_problem:
             return contract_failure(execution.output_problem)
-        output_dir = self.run.node_dir(node_id_) / "outputs"
+        output_dir = node_dir / "outputs"
         shutil.rmtree(output_dir, ignore_errors=True)
         try:
             take_outputs(candidate_out, output_dir, max_bytes=int(self.settings.outputs_mb * 2**20))
-            self._move_private_outputs(node_id_, output_dir)
+            self._move_private_outputs(output_dir, private_dir)
             problems = self.task.validate_outputs(output_dir, "val")
             if problems:
                 return contract_failure("; ".join(problems))
-            return execution, self.task.score(output_dir, "val"), None
+            score = self.task.score(output_dir, "val")
+            if measure and self.judge is not None:
+                self.judge.measure(node_dir, output_dir, score)
+            return execution, score, None
         except ContractError as exc:
             return contract_failure(str(exc))
         except Exception as exc:  # the outputs broke the scorer: keep the node, say why
@@ -263,12 +303,13 @@ class CandidateEvaluator:
         stage: str,
         timing: Timing,
         top_nodes: list[str],
+        seed: int,
     ) -> tuple[Execution, Failure | None]:
         start = time.perf_counter()
         workdir = scratch / "work"
         shutil.rmtree(workdir, ignore_errors=True)
         copy_source(src_dir, workdir)
-        request = self._sandbox_request(node_id_, workdir, output_dir, log, stage, top_nodes)
+        request = self._sandbox_request(node_id_, workdir, output_dir, log, stage, top_nodes, seed)
         prepared = time.perf_counter() - start
         execution = self.sandbox.run(request)
         timing.sandbox_start_s = round(
@@ -283,7 +324,7 @@ class CandidateEvaluator:
             log_tail=execution.log_tail[-2000:],
         )
 
-    def _move_private_outputs(self, node_id_: str, output_dir: Path) -> None:
+    def _move_private_outputs(self, output_dir: Path, private_dir: Path) -> None:
         """Move test-side predictions out of reach before anything reads the outputs.
 
         ``output_dir`` is the harness's own copy: only regular files and folders, so the
@@ -291,6 +332,6 @@ class CandidateEvaluator:
         """
         for pattern in self.task.private_outputs:
             for path in sorted(output_dir.glob(pattern)):
-                target = self.run.private_node_dir(node_id_) / path.relative_to(output_dir)
+                target = private_dir / path.relative_to(output_dir)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(path, target)

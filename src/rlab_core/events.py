@@ -48,6 +48,8 @@ class RunStarted(Event):
     isolation: str
     #: Said when the isolation level does not hide private data (an explicit opt-in).
     isolation_warning: str | None = None
+    #: Said when the benchmark cannot tell a gain from noise (any gain counts).
+    acceptance_note: str | None = None
 
 
 class RunResumed(Event):
@@ -113,6 +115,29 @@ class ParentExhausted(Event):
     reason: str
 
 
+class ReplicateScored(Event):
+    """A finalist re-run with another ``RLAB_SEED``: its validation score or why it failed."""
+
+    TYPE: ClassVar[str] = "replicate_scored"
+
+    node_id: str
+    seed: int
+    primary: float | None
+    failure: str | None = None
+    wall_s: float = 0.0
+
+
+class FinalistsChosen(Event):
+    """The node chosen by mean validation over seed replicates, the rule in words, the table."""
+
+    TYPE: ClassVar[str] = "finalists_chosen"
+
+    node_id: str
+    rule: str
+    #: One row per finalist: ``node``, ``scores`` (seed -> score), ``mean``, ``spread``.
+    finalists: list[dict[str, Any]]
+
+
 class RunStopped(Event):
     """The search ended, with why, and the node validation chose (if any)."""
 
@@ -151,6 +176,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         NodeAbandoned,
         BranchClosed,
         ParentExhausted,
+        ReplicateScored,
+        FinalistsChosen,
         RunStopped,
         BestExported,
         FinalScored,

@@ -8,16 +8,57 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rlab_core.acceptance import DRAW_SEED_BASE, offers_resampling
+from rlab_core.config import RunConfig
 from rlab_core.edits import read_source
 from rlab_core.errors import ContractError, RlabUserError
 from rlab_core.events import FinalScored
 from rlab_core.guard import audit_code, audit_source, core_audit_patterns
-from rlab_core.journal import Journal
+from rlab_core.interfaces import PreparedTask
+from rlab_core.journal import Journal, RunState
 from rlab_core.outputs import take_outputs
 from rlab_core.plugins import PluginHost
 from rlab_core.recorder import Recorder
 from rlab_core.run_folder import OpenedRun, RunFolder, open_run
 from rlab_core.runner import prepare_task
+
+
+def selection_words(state: RunState, config: RunConfig) -> str:
+    """How the node was chosen, in words (the finalists' rule when they ran)."""
+    if state.tree.chosen_rule:
+        return state.tree.chosen_rule
+    if config.acceptance == "significant" and any(
+        n.accepted is not None for n in state.tree.evaluated()
+    ):
+        return (
+            f"the best validation score among nodes accepted at {config.confidence:.0%} "
+            "(no seed replicates)"
+        )
+    return "the best validation score (no seed replicates)"
+
+
+def test_interval(
+    task: PreparedTask, outputs: Path, config: RunConfig, point: float
+) -> dict[str, Any]:
+    """The test score's bootstrap standard error and interval, where the task offers them."""
+    if not offers_resampling(task):
+        return {}
+    from rlab_core.resampling import percentile_interval, replicate_scores, standard_error
+
+    try:
+        resampling = task.resampling(outputs, "test")
+        if resampling is None:
+            return {}
+        replicates = replicate_scores(resampling, config.resamples, DRAW_SEED_BASE + config.seed)
+    except Exception as exc:  # a plugin's bug must not lose the test score itself
+        return {"test_interval_error": f"{type(exc).__name__}: {exc}"}
+    interval = percentile_interval(replicates, config.confidence)
+    return {
+        "test_standard_error": standard_error(replicates),
+        "test_interval": list(interval) if interval else None,
+        "test_interval_level": config.confidence,
+        "test_resample_unit": resampling.unit,
+    }
 
 
 def finalize(
@@ -36,7 +77,7 @@ def finalize(
             f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(first['t']))}); it is scored once — "
             "pass --force to score again (the journal records it)."
         )
-    best = state.tree.best()
+    best = state.tree.selected()
     if best is None or best.score is None:
         raise RlabUserError(
             "This run has no evaluated node, so there is nothing to score; run or resume it first."
@@ -49,6 +90,7 @@ def finalize(
     test_primary: float | None = None
     test_error: str | None = None
     test_details: dict[str, Any] = {}
+    test_noise: dict[str, Any] = {}
     outputs_mb = config.outputs_mb or task.limits.outputs_mb
     # scored from a fresh copy taken as data, in a folder no candidate ever saw: a link
     # left in an older run's outputs is refused, and a plugin writing beside the
@@ -60,6 +102,7 @@ def finalize(
             test_score = task.score(taken, "test")
             test_metrics, test_primary = test_score.metrics, test_score.primary
             test_details = test_score.details
+            test_noise = test_interval(task, taken, config, test_primary)
         except ContractError as exc:
             test_error = str(exc)
 
@@ -79,12 +122,18 @@ def finalize(
         "primary_metric": best.score.primary_metric,
         "higher_is_better": best.score.higher_is_better,
         "selected_by": "validation",
+        "selection_rule": selection_words(state, config),
         "node": best.id,
         "hypothesis": best.hypothesis,
         "val_metrics": best.score.metrics,
         "val_primary": best.score.primary,
+        "val_standard_error": best.score.standard_error,
+        "val_resample_unit": best.score.resample_unit,
+        "finalists": (state.finalists or {}).get("finalists"),
         "test_metrics": test_metrics,
         "test_primary": test_primary,
+        **test_noise,
+        "val_test_gap": None if test_primary is None else test_primary - best.score.primary,
         "test_error": test_error,
         "test_details": test_details,
         "audit": {"clean": not findings, "findings": [f.as_dict() for f in findings]},

@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -29,6 +29,9 @@ from rlab_core.task_records import (
     TaskListing,
 )
 from rlab_core.tree import Tree
+
+if TYPE_CHECKING:
+    from rlab_core.resampling import Resampling
 
 Split = Literal["val", "test"]
 #: The options model of an implementation.
@@ -109,6 +112,23 @@ class PreparedTask(ABC):
     def validate_outputs(self, output_dir: Path, split: Split = "val") -> list[str]:
         """Return the contract problems of the outputs (empty when they are fine)."""
         return []
+
+    def resampling(self, output_dir: Path, split: Split = "val") -> Resampling | None:
+        """The primary metric of the predictions in ``output_dir`` on bootstrap resamples.
+
+        Called after :meth:`score` succeeded on the same folder. Group the split's rows
+        into the task's natural unit (users for per-user metrics, entities for rows that
+        repeat an entity over time, rows — stratified by class — for independent rows) and
+        return a :class:`~rlab_core.resampling.Resampling` whose statistic computes the
+        primary metric from a matrix of unit draw counts; the helpers in
+        :mod:`rlab_core.resampling` give weighted means and AUROC. With every count 1 it
+        must equal the score's primary. The core draws the same resamples for every node,
+        so two nodes' differences are paired: that is how a gain is told from noise.
+
+        ``None`` (the default) offers no resampling: the run then accepts any gain, as
+        before, and says so once.
+        """
+        return None
 
     def playbook(self) -> list[PlaybookMove]:
         """Prepared moves for the offline playbook agent (none by default)."""
@@ -202,6 +222,10 @@ class StopRules:
     window: int = 3
     min_iterations: int = 3
     target_val: float | None = None
+    #: ``significant``: a gain counts when the paired bootstrap's one-sided lower bound at
+    #: ``confidence`` is above zero; ``any``: every point gain counts (the rule before noise).
+    acceptance: Literal["significant", "any"] = "significant"
+    confidence: float = 0.9
 
 
 @dataclass

@@ -28,11 +28,13 @@ from rlab_core.events import (
     ENVELOPE,
     BestExported,
     BranchClosed,
+    FinalistsChosen,
     FinalScored,
     NodeAbandoned,
     NodeFinished,
     NodeStarted,
     ParentExhausted,
+    ReplicateScored,
     RunResumed,
     RunStarted,
     RunStopped,
@@ -130,6 +132,10 @@ class RunState:
     finals: list[dict[str, Any]] = field(default_factory=list)
     best_exported: str | None = None
     exhausted: set[str] = field(default_factory=set)
+    #: Finalists' seed replicates: node id -> seed -> the event's fields.
+    replicates: dict[str, dict[int, dict[str, Any]]] = field(default_factory=dict)
+    #: The last finalists' choice (its event's fields), while still current.
+    finalists: dict[str, Any] | None = None
     torn_tail: bool = False
     events: int = 0
 
@@ -198,6 +204,8 @@ def _fold(path: Path) -> RunState:
                 node = finished.node
                 started.pop(node.id, None)
                 state.tree.add(node)
+                if node.evaluated:
+                    state.finalists = None  # a later node reopens the choice
                 state.max_node_number = max(state.max_node_number, int(node.id[1:]))
                 last_t = finished.t
                 state.events += 1
@@ -232,10 +240,16 @@ def _fold(path: Path) -> RunState:
             state.stop_reason = event.get("reason")
         elif kind == ParentExhausted.TYPE:
             state.exhausted.add(event["node_id"])
+        elif kind == ReplicateScored.TYPE:
+            state.replicates.setdefault(event["node_id"], {})[int(event["seed"])] = event
+        elif kind == FinalistsChosen.TYPE:
+            state.finalists = event
+            state.tree.choose(event["node_id"], event.get("rule", ""))
         elif kind == BestExported.TYPE:
             state.best_exported = event.get("node_id")
         elif kind == FinalScored.TYPE:
             state.finals.append(event)
+            continue  # `rlab final`, maybe days later, is not time the search spent
         last_t = t
     if session_start is not None and last_t is not None:
         state.elapsed_s += last_t - session_start

@@ -8,7 +8,8 @@ own (convergence, target), or nothing left to expand. Every stop is journaled.
 The loop's rooms: :mod:`rlab_core.scheduling` (jobs, workers, what each decision sees),
 :mod:`rlab_core.agent_calls` (contexts, proposals, repairs), :mod:`rlab_core.node_builder`
 (one node from proposal to record, with :func:`rlab_core.child.build_child`) and
-:mod:`rlab_core.recorder` (typed events to the journal and observers). The journal, the
+:mod:`rlab_core.recorder` (events), :mod:`rlab_core.stopping`, :mod:`rlab_core.acceptance`
+(each node's noise and verdict) and :mod:`rlab_core.finalists` (seed replicates). The journal, the
 tree and node ids are shared state behind one lock; candidates, the heavy part, run
 outside it.
 """
@@ -24,15 +25,16 @@ from typing import TYPE_CHECKING, Any
 from rlab_core.agent_calls import AgentCalls
 from rlab_core.agent_context import AgentContext, BudgetProgress
 from rlab_core.budget import budget_stop_reason, progress_of
-from rlab_core.errors import AgentAuthError
 from rlab_core.events import RunStopped
+from rlab_core.finalists import FinalistRound, ReplicateInterrupted, reserve_s
 from rlab_core.interfaces import Agent, PreparedTask, Sandbox, Step, Strategy, StrategyState
 from rlab_core.journal import RunState
 from rlab_core.loop_settings import LoopSettings
 from rlab_core.node_builder import NodeBuilder
 from rlab_core.recorder import EventSink, Recorder
-from rlab_core.records import FailureStage, Node, NodeKind, NodeStatus, Proposal
+from rlab_core.records import Node, NodeKind, NodeStatus, Proposal
 from rlab_core.scheduling import Job, Scheduler
+from rlab_core.stopping import NOTHING_LEFT, failing_agent_reason, stop_reason_of_error
 from rlab_core.tree import Tree
 
 if TYPE_CHECKING:
@@ -41,20 +43,8 @@ if TYPE_CHECKING:
 
 __all__ = ["EventSink", "ResearchLoop", "stop_reason_of_error"]
 
+
 log = logging.getLogger(__name__)
-
-#: A run whose agent keeps failing stops instead of burning its budget on nothing.
-MAX_AGENT_FAILURES_IN_A_ROW = 5
-NOTHING_LEFT = "nothing left to expand: the agent has no untried change for any evaluated node"
-
-
-def stop_reason_of_error(error: BaseException) -> str:
-    """The journaled stop reason of a search that ended by an exception."""
-    if isinstance(error, AgentAuthError):
-        return f"agent credentials refused: {error}"
-    if isinstance(error, KeyboardInterrupt):
-        return "interrupted (Ctrl-C); continue with `rlab resume`"
-    return f"stopped by an error: {type(error).__name__}: {error}"
 
 
 class ResearchLoop:
@@ -126,6 +116,7 @@ class ResearchLoop:
         try:
             reason = self._search()
             self.scheduler.wait_for_open_jobs()
+            self._choose_finalists()
         except BaseException as exc:
             self._abort()
             try:
@@ -140,8 +131,24 @@ class ResearchLoop:
         return reason
 
     def _record_stop(self, reason: str) -> None:
-        best = self.tree.best()
+        best = self.tree.selected()
         self.recorder.record(RunStopped(reason=reason, best=best.id if best else None))
+
+    def _choose_finalists(self) -> None:
+        """Re-run the best few nodes with other seeds and choose by the mean (if asked)."""
+        budget = self.settings.budgets.time_budget_s
+        try:
+            FinalistRound(
+                settings=self.settings.finalists,
+                run=self.run,
+                tree=self.tree,
+                state=self.state,
+                evaluator=self.evaluator,
+                recorder=self.recorder,
+                time_left=lambda: None if budget is None else budget - self.elapsed_s(),
+            ).choose()
+        except ReplicateInterrupted as exc:
+            raise KeyboardInterrupt(str(exc)) from None
 
     def _abort(self) -> None:
         """Stop running candidates (Ctrl-C, a fatal error): their nodes stay unfinished."""
@@ -190,18 +197,12 @@ class ResearchLoop:
     def _stop_reason(self, view: Tree) -> str | None:
         if not view.evaluated():
             return "no seed candidate ran successfully"
-        recent = list(view)[-MAX_AGENT_FAILURES_IN_A_ROW:]
-        agent_failures = [
-            n.failure
-            for n in recent
-            if n.failure is not None and n.failure.stage == FailureStage.AGENT
-        ]
-        if len(agent_failures) == MAX_AGENT_FAILURES_IN_A_ROW:
-            return (
-                f"the agent failed {MAX_AGENT_FAILURES_IN_A_ROW} times in a row "
-                f"(last: {agent_failures[-1].message[:200]}); check its backend and options"
-            )
-        return budget_stop_reason(self.progress()) or self.strategy.stop_reason(
+        failing = failing_agent_reason(view)
+        if failing is not None:
+            return failing
+        # the finalists' seed replicates are kept back from a time budget
+        reserve = reserve_s(self.tree, self.settings.finalists)
+        return budget_stop_reason(self.progress(), reserve) or self.strategy.stop_reason(
             self._strategy_state(view, [])
         )
 

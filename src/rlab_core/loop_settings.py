@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 from rlab_core.budget import Budgets
+from rlab_core.finalists import FinalistSettings
 from rlab_core.interfaces import StopRules
 
 #: ``reproducible``: decisions see results in dispatch order; ``as-completed``: at once.
@@ -33,3 +34,6 @@ class LoopSettings:
     seed: int = 0
     #: The user's own program to start from, instead of the task's seed candidates.
     seed_candidate: Path | None = None
+    #: Seed replicates of the best few nodes before the run ends (none by default here;
+    #: the run's configuration asks for them).
+    finalists: FinalistSettings = field(default_factory=FinalistSettings)

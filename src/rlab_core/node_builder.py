@@ -156,9 +156,10 @@ class NodeBuilder:
 
         execution: Execution | None = None
         score: Score | None = None
+        top: list[str] = []
         if failure is None:
             with self._lock:
-                top = self.tree.top_ids(ENSEMBLE_TOP_K)
+                top = self.tree.top_ids(ENSEMBLE_TOP_K) if job.stage == "ensemble" else []
             execution, score, failure = self.evaluator.evaluate(
                 started.id, src_dir, timing, stage=job.stage, top_nodes=top
             )
@@ -183,6 +184,7 @@ class NodeBuilder:
             failure=failure,
             repair_of=repair_of,
             stage=job.stage,
+            top_nodes=top,
             usage=proposal.usage,
             timing=timing,
             created_at=started.created_at,
@@ -213,6 +215,10 @@ class NodeBuilder:
         node.finished_at = time.time()
         self.run.node_dir(node.id).mkdir(parents=True, exist_ok=True)
         with self._lock:
+            judge = self.evaluator.judge
+            if judge is not None:
+                # against the best of this moment: the journal's order is the judging order
+                judge.judge(node, self.tree, self.run.nodes_dir)
             self.tree.add(node)
             job.holds_budget = False
             self.recorder.node_finished(node, bookkeeping_since=book_start)

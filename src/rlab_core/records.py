@@ -149,6 +149,14 @@ class Score(Record):
         description="Benchmark-specific facts of this scoring (e.g. a test grading report with "
         "medals); written to final_report.json as test_details, never used to steer.",
     )
+    standard_error: float | None = Field(
+        default=None,
+        description="Bootstrap standard error of the primary score over the task's natural "
+        "units (set by the core when the benchmark offers resampling).",
+    )
+    resample_unit: str | None = Field(
+        default=None, description="What the bootstrap drew: users, planes, rows..."
+    )
 
     def better_than(self, other: Score | None, margin: float = 0.0) -> bool:
         """True when this score beats ``other`` by more than ``margin`` in metric units."""
@@ -157,6 +165,26 @@ class Score(Record):
         if self.higher_is_better:
             return self.primary > other.primary + margin
         return self.primary < other.primary - margin
+
+
+class Gain(Record):
+    """A node's validation score against another node's, with the paired bootstrap's verdict.
+
+    ``delta`` is the point gain, positive meaning better whatever the metric's direction;
+    ``low`` and ``high`` are the one-sided bounds at ``level`` from the paired bootstrap
+    over the same validation units (``None`` when the benchmark offers no resampling).
+    """
+
+    against: str = Field(description="The node compared with.")
+    delta: float
+    low: float | None = None
+    high: float | None = None
+    level: float = 0.9
+    verdict: Literal["better", "within noise", "worse", "unmeasured"] = "unmeasured"
+
+    @property
+    def significant(self) -> bool:
+        return self.verdict == "better"
 
 
 class Timing(Record):
@@ -205,6 +233,22 @@ class Node(Record):
     failure: Failure | None = None
     repair_of: str | None = Field(default=None, description="The failed node this one repairs.")
     stage: str = Field(default="full", description="RLAB_STAGE the candidate ran in.")
+    top_nodes: list[str] = Field(
+        default_factory=list, description="RLAB_TOP_NODES it was given (ensemble stage)."
+    )
+    gain: Gain | None = Field(
+        default=None, description="Against the nearest evaluated ancestor (its parent)."
+    )
+    versus_best: Gain | None = Field(
+        default=None,
+        description="Against the best of its lineage (its nearest accepted ancestor), where "
+        "that is not its parent.",
+    )
+    accepted: bool | None = Field(
+        default=None,
+        description="Beat the best of its lineage under the run's acceptance rule; seeds are "
+        "accepted as baselines (None in records written before the rule existed).",
+    )
     usage: Usage = Field(default_factory=Usage)
     timing: Timing = Field(default_factory=Timing)
     created_at: float = 0.0

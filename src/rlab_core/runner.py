@@ -15,12 +15,14 @@ from typing import Any
 from pydantic import BaseModel
 
 from rlab_core import __version__
+from rlab_core.acceptance import NoiseJudge, fallback_note
 from rlab_core.budget import Budgets
 from rlab_core.cache import cache_home
 from rlab_core.config import RunConfig
 from rlab_core.edits import copy_source
 from rlab_core.evaluation import CandidateEvaluator, CandidateSettings
 from rlab_core.events import BestExported, NodeAbandoned, RunResumed, RunStarted
+from rlab_core.finalists import FinalistSettings
 from rlab_core.interfaces import Agent, PreparedTask, Sandbox, StopRules, Strategy
 from rlab_core.journal import Journal, RunState
 from rlab_core.loop import EventSink, ResearchLoop
@@ -42,6 +44,8 @@ class RunOutcome:
     best: Node | None
     seeds: list[Node]
     isolation: str
+    #: How ``best`` was chosen, in words, when the finalists' seed replicates chose it.
+    rule: str | None = None
 
 
 def prepare_task(
@@ -110,7 +114,22 @@ def _run_json(host: PluginHost, plan: RunPlan, parts: _Parts) -> dict[str, Any]:
         "versions": {"rlab-core": __version__, "python": sys.version.split()[0], **host.versions()},
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
         "task_facts": {**parts.task.describe(), "baselines": parts.task.reference_baselines()},
+        "acceptance": acceptance_record(plan.config, parts.task),
     }
+
+
+def acceptance_record(config: RunConfig, task: PreparedTask) -> dict[str, Any]:
+    """The acceptance rule in effect, as ``run.json`` records it (the fallback said in words)."""
+    judge = NoiseJudge(task, acceptance=config.acceptance, confidence=config.confidence)
+    record: dict[str, Any] = {
+        "rule": judge.acceptance,
+        "requested": config.acceptance,
+        "confidence": config.confidence,
+        "resamples": config.resamples,
+    }
+    if judge.acceptance != judge.requested:
+        record["note"] = fallback_note(task)
+    return record
 
 
 def start_run(host: PluginHost, config: RunConfig, on_event: EventSink | None = None) -> RunOutcome:
@@ -132,6 +151,7 @@ def start_run(host: PluginHost, config: RunConfig, on_event: EventSink | None = 
             higher_is_better=parts.task.higher_is_better,
             isolation=parts.sandbox.isolation_level(),
             isolation_warning=info["isolation"].get("warning"),
+            acceptance_note=info["acceptance"].get("note"),
         )
     )
     return _search(loop, run, parts)
@@ -189,8 +209,22 @@ def _loop(
 
     Events reach the plugins' observers (the dashboard among them) through ``host.notify``.
     """
+    judge = NoiseJudge(
+        parts.task,
+        acceptance=config.acceptance,
+        confidence=config.confidence,
+        resamples=config.resamples,
+        seed=config.seed,
+    )
     settings = LoopSettings(
-        rules=StopRules(config.epsilon, config.window, config.min_iterations, config.target_val),
+        rules=StopRules(
+            epsilon=config.epsilon,
+            window=config.window,
+            min_iterations=config.min_iterations,
+            target_val=config.target_val,
+            acceptance=judge.acceptance,
+            confidence=config.confidence,
+        ),
         budgets=Budgets(
             config.iterations, config.time_budget_s, config.max_tokens, config.max_cost
         ),
@@ -199,6 +233,14 @@ def _loop(
         debug_tries=config.debug_tries,
         seed=config.seed,
         seed_candidate=config.seed_candidate,
+        finalists=FinalistSettings(
+            count=config.finalists,
+            seeds=config.finalist_seeds,
+            base_seed=config.seed,
+            workers=config.workers,
+            acceptance=judge.acceptance,
+            confidence=config.confidence,
+        ),
     )
     return ResearchLoop(
         settings=settings,
@@ -212,6 +254,7 @@ def _loop(
             run=run,
             task=parts.task,
             sandbox=parts.sandbox,
+            judge=judge,
         ),
         recorder=Recorder(journal, run, notify=host.notify, on_event=on_event),
         state=state,
@@ -223,9 +266,15 @@ def _search(loop: ResearchLoop, run: RunFolder, parts: _Parts) -> RunOutcome:
     # on an error or Ctrl-C, and once the winner is exported
     try:
         reason = loop.run_search()
-        best = loop.tree.best()
+        best = loop.tree.selected()
         if best is not None:
-            export_best(run, parts.task, best, outputs_mb=loop.evaluator.settings.outputs_mb)
+            export_best(
+                run,
+                parts.task,
+                best,
+                outputs_mb=loop.evaluator.settings.outputs_mb,
+                rule=loop.tree.chosen_rule,
+            )
             loop.recorder.record(BestExported(node_id=best.id))
     finally:
         loop.recorder.close()
@@ -237,10 +286,13 @@ def _search(loop: ResearchLoop, run: RunFolder, parts: _Parts) -> RunOutcome:
         best=best,
         seeds=loop.tree.seeds(),
         isolation=parts.sandbox.isolation_level(),
+        rule=loop.tree.chosen_rule,
     )
 
 
-def export_best(run: RunFolder, task: PreparedTask, best: Node, *, outputs_mb: float) -> Path:
+def export_best(
+    run: RunFolder, task: PreparedTask, best: Node, *, outputs_mb: float, rule: str | None = None
+) -> Path:
     """Write ``best/``: the winner's source, validation outputs, submission and manifest.
 
     The artifacts are taken again, as data, from the node's harness-owned outputs, so even
@@ -267,7 +319,9 @@ def export_best(run: RunFolder, task: PreparedTask, best: Node, *, outputs_mb: f
         "primary_metric": best.score.primary_metric if best.score else None,
         "val_score": best.score.primary if best.score else None,
         "val_metrics": best.score.metrics if best.score else {},
+        "val_standard_error": best.score.standard_error if best.score else None,
         "selected_by": "validation",
+        "selection_rule": rule,
         "submission": submission.name if submission else None,
         "artifacts_refused": refused,
         "exported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

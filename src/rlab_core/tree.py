@@ -19,6 +19,10 @@ class Tree:
         self.higher_is_better = higher_is_better
         self.nodes: dict[str, Node] = {}
         self.closed_reasons: dict[str, str] = {}
+        #: The node the finalists' seed replicates chose, while no later node has finished.
+        self.chosen_id: str | None = None
+        #: The rule that chose it, in words.
+        self.chosen_rule: str | None = None
         self._children: dict[str, list[str]] = {}
 
     # ------------------------------------------------------------------ building
@@ -30,6 +34,12 @@ class Tree:
         self.nodes[node.id] = node
         if node.score is not None:
             self.higher_is_better = node.score.higher_is_better
+            # a node after the finalists' choice reopens the choice
+            self.chosen_id = self.chosen_rule = None
+
+    def choose(self, node_id: str, rule: str) -> None:
+        """Record the finalists' choice (see :mod:`rlab_core.finalists`)."""
+        self.chosen_id, self.chosen_rule = node_id, rule
 
     def close_branch(self, node_ids: list[str], reason: str) -> None:
         """Mark failed nodes whose repairs also failed as ``recovered_failure``."""
@@ -70,12 +80,29 @@ class Tree:
         return node is not None and node.evaluated
 
     def best(self) -> Node | None:
-        """The evaluated node with the best validation score (earliest wins ties)."""
+        """The run's best node: the best score among accepted nodes (earliest wins ties).
+
+        A node is accepted when it beat the best of its lineage under the run's acceptance
+        rule (:mod:`rlab_core.acceptance`): a gain within the noise never makes a best.
+        Records from before the rule (``accepted`` is ``None``) compete by score.
+        """
         best: Node | None = None
-        for node in self.evaluated():
+        for node in self.accepted():
             if best is None or node.score.better_than(best.score):  # type: ignore[union-attr]
                 best = node
         return best
+
+    def accepted(self) -> list[Node]:
+        """Evaluated nodes that may be the best (seeds included), in finishing order."""
+        return [n for n in self.evaluated() if n.accepted is not False]
+
+    def selected(self) -> Node | None:
+        """The node the run hands to ``rlab final``: the finalists' choice, else :meth:`best`."""
+        if self.chosen_id is not None and self.chosen_id in self.nodes:
+            chosen = self.nodes[self.chosen_id]
+            if chosen.evaluated:
+                return chosen
+        return self.best()
 
     def top_ids(self, k: int) -> list[str]:
         """Ids of the ``k`` best evaluated nodes, best first (earliest wins ties)."""
@@ -86,15 +113,28 @@ class Tree:
         )
         return [n.id for n in ranked[:k]]
 
-    def best_history(self) -> list[float]:
-        """Best-so-far primary score after each evaluated node, in finishing order."""
-        history: list[float] = []
+    def best_after_each(self) -> list[tuple[Node, Node | None]]:
+        """Each evaluated node, in finishing order, with the run's best once it had finished.
+
+        :meth:`best` applied along the run in one pass: a node that is not accepted never
+        becomes the best, whatever its score.
+        """
+        pairs: list[tuple[Node, Node | None]] = []
         best: Node | None = None
         for node in self.evaluated():
-            if best is None or node.score.better_than(best.score):  # type: ignore[union-attr]
+            if node.accepted is not False and (
+                best is None or node.score.better_than(best.score)  # type: ignore[union-attr]
+            ):
                 best = node
-            history.append(best.score.primary)  # type: ignore[union-attr]
-        return history
+            pairs.append((node, best))
+        return pairs
+
+    def best_history(self) -> list[float]:
+        """The best node's primary score after each evaluated node, in finishing order."""
+        return [
+            best.score.primary if best and best.score else float("nan")
+            for _, best in self.best_after_each()
+        ]
 
     def lineage(self, node_id: str) -> list[Node]:
         """The node and its ancestors, root first."""
@@ -106,9 +146,14 @@ class Tree:
         return list(reversed(chain))
 
     def improved_on_parent(self, node: Node) -> bool:
-        """True when the node beat the nearest evaluated ancestor (or is an evaluated seed)."""
+        """True when the node beat the nearest evaluated ancestor (or is an evaluated seed).
+
+        Beyond the noise where the gain was measured (its verdict), by score otherwise.
+        """
         if not node.evaluated:
             return False
+        if node.gain is not None and node.gain.verdict != "unmeasured":
+            return node.gain.significant
         current = node.parent_id
         while current is not None and current in self.nodes:  # usually one step: the parent
             ancestor = self.nodes[current]
@@ -134,6 +179,8 @@ class Tree:
             move_id=node.move_id,
             diff=node.diff,
             primary=node.score.primary if node.score else None,
+            standard_error=node.score.standard_error if node.score else None,
+            verdict=node.gain.verdict if node.gain else None,
             metrics=dict(node.score.metrics) if node.score else {},
             improved_on_parent=self.improved_on_parent(node),
             failure=failure,

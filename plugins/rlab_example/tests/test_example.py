@@ -329,6 +329,7 @@ def test_the_best_ranked_moves_run_through_a_real_loop(
     (run,) = (tmp_path / "runs").iterdir()
     nodes = [json.loads(p.read_text()) for p in sorted(run.glob("nodes/*/result.json"))]
     assert [n["status"] for n in nodes] == ["evaluated"] * 3
+    assert all(n["score"]["resample_unit"] == "days" for n in nodes)  # gains judged by days
     ranked = sorted(MOVES, key=lambda m: (m.rank, m.id))
     assert [n["move_id"] for n in nodes[1:]] == [m.id for m in ranked[:2]]
 

@@ -444,6 +444,7 @@ def test_full_run_on_local_db(env, tmp_path: Path) -> None:
     assert report["audit"]["clean"], report["audit"]
     assert "roc_auc" in report["test_metrics"]
     assert report["val_metrics"]["roc_auc"] > 0.5
+    assert report["test_resample_unit"] == "users" and report["test_standard_error"] > 0
     assert (outcome.run.root / "final_report.json").exists()
     assert sources.hf_hub_cache().name == "hf-hub"
 

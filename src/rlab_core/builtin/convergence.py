@@ -1,4 +1,9 @@
-"""Stop rules shared by the built-in strategies: target reached and ε-convergence."""
+"""Stop rules shared by the built-in strategies: target reached and convergence.
+
+Convergence under ``acceptance: significant``: no node was accepted (a gain beyond the
+noise over the best) in the last ``window`` evaluated iterations; under ``any``: the best
+score gained at most ε over them.
+"""
 
 from __future__ import annotations
 
@@ -24,7 +29,7 @@ def target_reason(tree: Tree, rules: StopRules) -> str | None:
 
 
 def convergence_reason(tree: Tree, rules: StopRules) -> str | None:
-    """Stop when the best score gained at most ε over the last ``window`` evaluated iterations.
+    """Stop when the last ``window`` evaluated iterations brought no gain that counts.
 
     Only agent-made evaluated nodes count as iterations of the window; seeds set the start.
     Never fires before ``min_iterations`` agent iterations.
@@ -43,6 +48,14 @@ def convergence_reason(tree: Tree, rules: StopRules) -> str | None:
     before, now = history[start], history[-1]
     higher = evaluated[-1].score.higher_is_better  # type: ignore[union-attr]
     gain = (now - before) if higher else (before - now)
+    if rules.acceptance == "significant" and any(n.accepted is not None for n in evaluated):
+        # every raise of the best was a gain beyond the noise: none in the window is the stop
+        if gain > 0:
+            return None
+        return (
+            f"converged: no significant gain (one-sided {rules.confidence:.0%}) over the best "
+            f"in the last {rules.window} evaluated iterations"
+        )
     if gain <= rules.epsilon:
         return (
             f"converged: best validation score gained {gain:.6g} (<= epsilon {rules.epsilon:g}) "

@@ -10,11 +10,19 @@ from rlab_core.records import Node, NodeKind
 
 
 def _ranked(state: StrategyState) -> list[Node]:
-    """Parent candidates, best first: evaluated and not exhausted."""
+    """Parent candidates, best first: evaluated and not exhausted.
+
+    The run's best (under its acceptance rule: a gain within the noise does not make a
+    best) comes first, then the others by score.
+    """
     nodes = [n for n in state.tree.evaluated() if n.id not in state.exhausted]
     sign = -1.0 if state.tree.higher_is_better else 1.0
+    best = state.tree.best()
     # stable sort keeps the earliest node first among equal scores
-    return sorted(nodes, key=lambda n: sign * n.score.primary)  # type: ignore[union-attr]
+    return sorted(
+        nodes,
+        key=lambda n: (n is not best, sign * n.score.primary),  # type: ignore[union-attr]
+    )
 
 
 class BestFirstConfig(BaseModel):

@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from rlab_core.cli.common import RunPath, RunsFolder, console, err_console, make_host, user_errors
 from rlab_core.config import build_run_config, parse_overrides
 from rlab_core.report.html import REPORT_NAME
 from rlab_core.report.live import LiveProgress
+from rlab_core.report.numbers import format_score
 from rlab_core.run_folder import open_run
 from rlab_core.runner import RunOutcome, resume_run, start_run
 
@@ -40,12 +42,15 @@ def _summary(outcome: RunOutcome) -> None:
         )
         raise typer.Exit(code=NOTHING_EVALUATED)
     seeds = [s for s in outcome.seeds if s.score is not None]
-    line = f"[bold]best:[/] {best.id}  {best.score.primary_metric} = {best.score.primary:.5f}"
+    score = format_score(best.score.primary, best.score.standard_error)
+    line = f"[bold]best:[/] {best.id}  {best.score.primary_metric} = {score}"
     if seeds:
         seed = seeds[0].score
         gain = best.score.primary - seed.primary  # type: ignore[union-attr]
         line += f"  (seed {seed.primary:.5f}, {'+' if gain >= 0 else ''}{gain:.5f})"  # type: ignore[union-attr]
     console.print(line)
+    if outcome.rule:
+        console.print(f"[bold]selection:[/] {escape(outcome.rule)}")
     report = outcome.run.root / REPORT_NAME
     if report.exists():
         console.print(f"[bold]report:[/] {report}")

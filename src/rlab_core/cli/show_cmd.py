@@ -9,7 +9,13 @@ from rich.markup import escape
 
 from rlab_core.cli.common import RunPath, RunsFolder, console, user_errors
 from rlab_core.report.data import in_flight_nodes
-from rlab_core.report.terminal import node_table, node_tree, tree_legend
+from rlab_core.report.numbers import acceptance_line
+from rlab_core.report.terminal import (
+    finalists_table,
+    node_table,
+    node_tree,
+    tree_legend,
+)
 from rlab_core.run_folder import open_run
 
 
@@ -52,6 +58,17 @@ def show(
         console.print(
             f"[yellow]unfinished nodes (dropped on resume):[/] {', '.join(state.in_flight)}"
         )
+    unit = next(
+        (
+            n.score.resample_unit
+            for n in state.tree.evaluated()
+            if n.score and n.score.resample_unit
+        ),
+        None,
+    )
+    rule = acceptance_line(info.get("acceptance"), unit)
+    if rule:
+        console.print(escape(rule))
     if tree:
         running = {n["id"]: (n["parent_id"], n["hypothesis"]) for n in in_flight_nodes(run, state)}
         metric = info.get("primary_metric", "score")
@@ -60,4 +77,15 @@ def show(
         console.print(node_tree(state.tree, title=title, running=running, width=console.width))
         console.print(tree_legend())
         return
-    console.print(node_table(state.tree, title=f"nodes of {run.run_id}"))
+    console.print(node_table(state.tree, title=f"nodes of {run.run_id}", width=console.width))
+    if state.finalists:
+        console.print(
+            finalists_table(
+                state.finalists,
+                higher_is_better=state.tree.higher_is_better,
+                metric=info.get("primary_metric"),
+            )
+        )
+    elif state.replicates and state.stop_reason is None:
+        scored = sum(len(seeds) for seeds in state.replicates.values())
+        console.print(f"[yellow]finalists' seed replicates so far:[/] {scored} (no choice yet)")

@@ -1,8 +1,11 @@
 """The dashboard's data: everything the journal, ``run.json`` and the node folders say.
 
-Validation evidence only, plus the chosen node's test metrics from ``final_report.json``
-once ``rlab final`` has written it; nothing is read from the run's ``private/`` folder.
-Works on a run in progress: it shows what the journal holds so far.
+Validation evidence only, plus the chosen node's test metrics (with their interval) from
+``final_report.json`` once ``rlab final`` has written it; nothing is read from the run's
+``private/`` folder. Works on a run in progress: it shows what the journal holds so far.
+
+Every score carries its bootstrap standard error and every gain its verdict, with the
+texts the terminal prints (:mod:`rlab_core.report.numbers`) so both views say the same.
 """
 
 from __future__ import annotations
@@ -16,8 +19,21 @@ from typing import Any
 from rlab_core import __version__
 from rlab_core.errors import RunFolderError
 from rlab_core.journal import RunState, replay
-from rlab_core.records import Node, Score
-from rlab_core.report.status import OUTCOME_LABEL, Outcome, classify, new_best_ids, winner_path
+from rlab_core.records import Gain, Node, Score
+from rlab_core.report.numbers import (
+    acceptance_line,
+    final_gap_text,
+    final_test_text,
+    format_interval,
+    format_se,
+    gain_detail,
+    gain_text,
+    level_text,
+    mean_spread_text,
+    seed_order,
+    sig_decimals,
+)
+from rlab_core.report.status import OUTCOME_LABEL, Outcome, best_after_each, classify, winner_path
 from rlab_core.run_folder import RunFolder
 from rlab_core.tree import Tree
 
@@ -37,11 +53,12 @@ def collect_report_data(run: RunFolder) -> dict[str, Any]:
         tree.higher_is_better = bool(info["higher_is_better"])
     outcomes = classify(tree)
     path = winner_path(tree)
-    new_best = new_best_ids(tree)
-    best = tree.best()
+    best_after = {node.id: best for node, best in best_after_each(tree)}
+    best = tree.selected()
+    accepted_best = tree.best()
     config = info.get("config", {})
     nodes = [
-        _node_data(run, node, outcomes[node.id], state, node.id in new_best, node.id in path)
+        _node_data(run, node, outcomes[node.id], state, best_after.get(node.id), node.id in path)
         for node in tree
     ]
     nodes += in_flight_nodes(run, state)
@@ -80,7 +97,11 @@ def collect_report_data(run: RunFolder) -> dict[str, Any]:
             if key in config
         },
         "winner_path": path,
+        #: the node `rlab final` scores: the finalists' choice, else the last node accepted
         "best": best.id if best else None,
+        "accepted_best": accepted_best.id if accepted_best else None,
+        "acceptance": _acceptance(info, tree),
+        "finalists": _finalists(state),
         "metrics": _metric_names(tree, metric),
         "outcome_labels": {str(k): v for k, v in OUTCOME_LABEL.items()},
         "nodes": nodes,
@@ -116,6 +137,9 @@ def _headline(tree, seed: Node | None, best: Node | None, info: dict[str, Any]) 
             if best and best.score
             else None
         ),
+        #: their standard errors as the views print them (None where unmeasured)
+        "seed_se_text": _se_text(seed) if seed else None,
+        "best_se_text": _se_text(best) if best else None,
         "gain": None,
         "baselines": [],
     }
@@ -136,11 +160,99 @@ def _final(run: RunFolder) -> dict[str, Any] | None:
         report = json.loads(run.final_report.read_text())
     except (OSError, json.JSONDecodeError):
         return None
-    keys = ("node", "val_primary", "test_primary", "test_metrics", "test_error", "forced")
+    keys = (
+        "node",
+        "val_primary",
+        "val_standard_error",
+        "test_primary",
+        "test_metrics",
+        "test_error",
+        "forced",
+        "selection_rule",
+        "test_standard_error",
+        "test_interval",
+        "test_interval_level",
+        "test_resample_unit",
+        "val_test_gap",
+    )
     final = {key: report.get(key) for key in keys}
     final["scored_at"] = report.get("scored_at")
     final["audit_clean"] = (report.get("audit") or {}).get("clean")
+    final["test_se_text"] = format_se(report.get("test_standard_error"))
+    final["val_se_text"] = format_se(report.get("val_standard_error"))
+    final["test_text"] = final_test_text(report) if report.get("test_primary") is not None else None
+    final["gap_text"] = final_gap_text(report)
+    interval, se = report.get("test_interval"), report.get("test_standard_error")
+    final["interval_text"] = (
+        f"{level_text(float(report.get('test_interval_level') or 0.9))} interval "
+        + format_interval(interval[0], interval[1], sig_decimals(se) if se else 5)
+        if isinstance(interval, list) and len(interval) == 2
+        else None
+    )
     return final
+
+
+def _se_text(node: Node) -> str | None:
+    """The node's standard error as the views print it (``None`` when unmeasured)."""
+    if node.score is None or node.score.standard_error is None:
+        return None
+    return format_se(node.score.standard_error)
+
+
+def _gain_data(gain: Gain | None) -> dict[str, Any] | None:
+    if gain is None:
+        return None
+    return {**gain.model_dump(), "text": gain_text(gain), "detail": gain_detail(gain)}
+
+
+def _acceptance(info: dict[str, Any], tree: Tree) -> dict[str, Any] | None:
+    """``run.json``'s acceptance rule, and the sentence that says it (``None`` before it)."""
+    acceptance = info.get("acceptance")
+    if not isinstance(acceptance, dict):
+        return None
+    unit = next(
+        (n.score.resample_unit for n in tree.evaluated() if n.score and n.score.resample_unit),
+        None,
+    )
+    return {**acceptance, "unit": unit, "text": acceptance_line(acceptance, unit)}
+
+
+def _finalists(state: RunState) -> dict[str, Any] | None:
+    """The finalists' choice (rule, per-seed scores, mean ± spread), or the replicates so far."""
+    if state.finalists:
+        rows = [
+            {
+                **row,
+                "mean_text": mean_spread_text(row),
+                "spread_text": format_se(row.get("spread") or 0.0),
+            }
+            for row in state.finalists.get("finalists") or []
+        ]
+        return {
+            "chosen": state.finalists.get("node_id"),
+            "rule": state.finalists.get("rule"),
+            "seeds": seed_order(rows),
+            "rows": rows,
+        }
+    if not state.replicates:
+        return None
+    rows = [
+        {
+            "node": node_id,
+            "scores": {
+                str(seed): e.get("primary")
+                for seed, e in sorted(seeds.items())
+                if e.get("primary") is not None
+            },
+            "failures": {
+                str(seed): str(e.get("failure") or "failed")
+                for seed, e in sorted(seeds.items())
+                if e.get("primary") is None
+            },
+        }
+        for node_id, seeds in state.replicates.items()
+    ]
+    return {"chosen": None, "rule": None, "seeds": seed_order(rows), "rows": rows}
 
 
 def _budget(tree, state: RunState, config: dict[str, Any]) -> dict[str, Any]:
@@ -165,7 +277,12 @@ def _metric_names(tree: Tree, primary: str) -> list[str]:
 
 
 def _node_data(
-    run: RunFolder, node: Node, outcome: Outcome, state: RunState, new_best: bool, on_path: bool
+    run: RunFolder,
+    node: Node,
+    outcome: Outcome,
+    state: RunState,
+    best_after: Node | None,
+    on_path: bool,
 ) -> dict[str, Any]:
     execution = node.execution
     diff = node.diff
@@ -187,8 +304,21 @@ def _node_data(
         "changed_files": node.changed_files,
         "diff": diff,
         "primary": node.score.primary if node.score else None,
+        "standard_error": node.score.standard_error if node.score else None,
+        "se_text": _se_text(node),
+        "resample_unit": node.score.resample_unit if node.score else None,
         "metrics": dict(node.score.metrics) if node.score else {},
-        "new_best": new_best,
+        "gain": _gain_data(node.gain),
+        "versus_best": _gain_data(node.versus_best),
+        "accepted": node.accepted,
+        #: became the run's best when it finished (under the run's acceptance rule)
+        "new_best": best_after is not None and best_after.id == node.id,
+        #: the run's best once this node had finished: its id and score (the chart's line)
+        "best_after": (
+            {"id": best_after.id, "score": best_after.score.primary}
+            if best_after is not None and best_after.score is not None
+            else None
+        ),
         "on_winner_path": on_path,
         "failure": (
             {"stage": str(node.failure.stage), "message": node.failure.message}

@@ -2,8 +2,9 @@
 
 :class:`LiveProgress` prints the same per-node lines as :class:`ProgressPrinter`; when the
 console is a terminal it also keeps a live footer under them: the node being evaluated and
-its hypothesis, iterations used of the budget, the best score so far, elapsed time, tokens
-and cost. Piped into a file or a CI log it degrades to the plain lines alone.
+its hypothesis, iterations used of the budget, the run's best score so far (the last node
+accepted, with its standard error), elapsed time, tokens and cost. Piped into a file or a CI
+log it degrades to the plain lines alone.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rlab_core.records import NodeKind
+from rlab_core.report.numbers import format_score
 from rlab_core.report.terminal import ProgressPrinter
 from rlab_core.tree import Tree
 
@@ -52,7 +54,8 @@ class LiveProgress(ProgressPrinter):
         self.tokens = 0
         self.cost = 0.0
         self.metric = "score"
-        self.best_id: str | None = None
+        #: the finalists' seed replicates are running (no node is)
+        self.replicating = False
         #: nodes being evaluated now, by id (several with --workers)
         self.running: dict[str, dict[str, Any]] = {}
         self.live: Live | None = None
@@ -64,6 +67,7 @@ class LiveProgress(ProgressPrinter):
             best = prior.best()
             if best is not None and best.score is not None:
                 self.best, self.best_id = best.score.primary, best.id
+                self.best_se = best.score.standard_error
                 self.metric = best.score.primary_metric
 
     # ------------------------------------------------------------------ lifecycle
@@ -109,11 +113,10 @@ class LiveProgress(ProgressPrinter):
             usage = node.get("usage") or {}
             self.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
             self.cost += float(usage.get("cost_usd", 0.0))
-            primary = (node.get("score") or {}).get("primary")
-            if primary is not None and (
-                self.best is None or (primary > self.best if self.higher else primary < self.best)
-            ):
-                self.best_id = node.get("id")
+        elif kind == "replicate_scored":
+            self.replicating = True
+        elif kind == "finalists_chosen":
+            self.replicating = False
         super().__call__(event)  # the plain lines; on a terminal Live prints them above the footer
         if kind == "run_stopped":
             self.running.clear()
@@ -128,7 +131,9 @@ class LiveProgress(ProgressPrinter):
             + (f"/{self.iterations_max}" if self.iterations_max else "")
         ]
         if self.best is not None:
-            parts.append(f"best {self.metric} {self.best:.5f} ({self.best_id})")
+            parts.append(
+                f"best {self.metric} {format_score(self.best, self.best_se)} ({self.best_id})"
+            )
         elapsed = self.elapsed_before_s + time.monotonic() - self.started
         parts.append(
             _clock(elapsed) + (f" of {_clock(self.time_budget_s)}" if self.time_budget_s else "")
@@ -155,6 +160,8 @@ class LiveProgress(ProgressPrinter):
                     (" ".join(str(c.get("hypothesis") or "(no hypothesis)").split()), ""),
                 )
             )
+        if not lines and self.replicating:
+            lines.append(Text("running the finalists' seed replicates…", style="dim"))
         if not lines:
             lines.append(Text("waiting for the agent's next hypothesis…", style="dim"))
         top = Table.grid(padding=(0, 1))

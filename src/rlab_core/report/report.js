@@ -41,6 +41,10 @@
     return a >= 1000 ? v.toFixed(1) : a >= 100 ? v.toFixed(2) : a >= 1 ? v.toFixed(4) : v.toFixed(5);
   }
   function signed(v) { return num(v) ? (v > 0 ? "+" : v < 0 ? "−" : "±") + fmt(Math.abs(v)) : "–"; }
+  // a score with its bootstrap standard error, as the terminal writes it (se: preformatted text)
+  function pm(v, se) { return num(v) && se ? fmt(v) + " ± " + se : fmt(v); }
+  var VERDICT = { "better": "good", "within noise": "noise", "worse": "bad", "unmeasured": "muted" };
+  function verdict(g) { return g ? h("span", { class: "verdict " + (VERDICT[g.verdict] || ""), text: g.text, title: g.detail }) : null; }
   function pct(v) { return num(v) ? (v >= 0 ? "+" : "−") + Math.abs(v).toFixed(2) + " %" : "–"; }
   function secs(v) {
     if (!num(v)) return "–";
@@ -88,8 +92,8 @@
     st.className = "pill " + (D.status.stopped ? "done" : "live");
     st.title = D.status.stop_reason || "the journal has no stop event yet: the run is going, or was killed";
     var H = D.headline, cards = $("cards");
-    cards.appendChild(card("Seed", H.seed ? fmt(H.seed.score) : "–", H.seed ? H.seed.id + " · starting point" : "no seed evaluated"));
-    cards.appendChild(card("Best (validation)", H.best ? fmt(H.best.score) : "–",
+    cards.appendChild(card("Seed", H.seed ? pm(H.seed.score, H.seed_se_text) : "–", H.seed ? H.seed.id + " · starting point" : "no seed evaluated"));
+    cards.appendChild(card("Best (validation)", H.best ? pm(H.best.score, H.best_se_text) : "–",
       H.best ? "★ " + H.best.id + " · " + H.best.hypothesis : "no node evaluated", "best"));
     var g = H.gain;
     cards.appendChild(card("Gain over seed", g ? signed(g.delta) : "–",
@@ -98,9 +102,11 @@
     var f = D.final;
     if (f) {
       var extra = f.test_error ? "test predictions unusable: " + f.test_error
-        : "node " + f.node + " · val " + fmt(f.val_primary) + (f.audit_clean === false ? " · audit findings!" : " · audit clean") +
+        : [f.interval_text, f.gap_text, "node " + f.node + " · val " + pm(f.val_primary, f.val_se_text !== "-" ? f.val_se_text : null)]
+          .filter(Boolean).join(" · ") + (f.audit_clean === false ? " · audit findings!" : " · audit clean") +
         (f.forced ? " · forced" : "");
-      cards.appendChild(card("Test (rlab final)", num(f.test_primary) ? fmt(f.test_primary) : "–", extra, "", f.test_error ? "bad" : ""));
+      cards.appendChild(card("Test (rlab final)", num(f.test_primary) ? pm(f.test_primary, f.test_se_text !== "-" ? f.test_se_text : null) : "–",
+        extra, "test", f.test_error ? "bad" : ""));
     } else {
       cards.appendChild(card("Test", "–", "scored once by `rlab final`"));
     }
@@ -172,7 +178,7 @@
       box.appendChild(h("div", { class: "tnode" + (onPath[id] ? " path" : ""), "data-id": id, role: "treeitem",
         style: "padding-left:" + (width + 8) + "px", title: n.hypothesis + fail, on: { click: function () { select(id, true); } } }, [
         h("span", { class: "tid" }, [id, D.best === id ? h("span", { class: "star", text: " ★" }) : null]),
-        h("span", { class: "tscore", text: fmt(n.primary) }),
+        h("span", { class: "tscore", text: pm(n.primary, n.se_text) }),
         h("span", { class: "tchip" }, [chip(n.outcome)]),
         h("span", { class: "tkind", text: n.kind }),
         h("span", { class: "thyp", text: n.hypothesis + fail })]));
@@ -197,7 +203,11 @@
     box.appendChild(svg);
     if (!pts.length) { svg.appendChild(s("text", { x: W / 2, y: H / 2, "text-anchor": "middle", text: "no evaluated node yet" })); return; }
     var xs = D.nodes.filter(function (n) { return num(n.iteration); }).map(function (n) { return n.iteration; });
-    var xmax = Math.max(1, Math.max.apply(null, xs)), ys = pts.map(function (n) { return n.primary; });
+    var xmax = Math.max(1, Math.max.apply(null, xs)), ys = [];
+    pts.forEach(function (n) {
+      var e = num(n.standard_error) ? n.standard_error : 0;
+      ys.push(n.primary - e, n.primary + e);
+    });
     var lo = Math.min.apply(null, ys), hi = Math.max.apply(null, ys), pad = (hi - lo) * 0.08 || Math.abs(hi) * 0.01 || 0.01;
     lo -= pad; hi += pad;
     function px(x) { return L + (x / xmax) * (W - L - R); }
@@ -216,10 +226,12 @@
     svg.appendChild(s("text", { x: (L + W - R) / 2, y: H - 8, "text-anchor": "middle", text: "iteration (seeds at 0)" }));
     svg.appendChild(s("text", { x: 14, y: (T + H - B) / 2, "text-anchor": "middle",
       transform: "rotate(-90 14 " + (T + H - B) / 2 + ")", text: metric + (higher ? " ↑" : " ↓") }));
+    // the run's best after each node: the last node accepted (a gain within noise never moves it)
     var best = null, d = "";
     pts.forEach(function (n, i) {
       var prev = best;
-      if (better(n.primary, best)) best = n.primary;
+      if (n.best_after && num(n.best_after.score)) best = n.best_after.score;
+      else if (better(n.primary, best)) best = n.primary;
       d += i === 0 ? "M" + px(n.iteration) + " " + py(best) : " H" + px(n.iteration) + (best !== prev ? " V" + py(best) : "");
     });
     d += " H" + px(xmax);
@@ -228,6 +240,15 @@
       var x = px(n.iteration), y = H - B - 8, g = s("g", { class: "fail-mark", "data-id": n.id });
       g.appendChild(s("path", { d: "M" + (x - 4) + " " + (y - 4) + " L" + (x + 4) + " " + (y + 4) + " M" + (x + 4) + " " + (y - 4) + " L" + (x - 4) + " " + (y + 4),
         stroke: COLORS[n.outcome] || COLORS.failed }));
+      hover(g, n);
+      svg.appendChild(g);
+    });
+    pts.forEach(function (n) {  // ±1 standard error, under the points
+      if (!num(n.standard_error) || n.standard_error <= 0) return;
+      var x = px(n.iteration), y1 = py(n.primary - n.standard_error), y2 = py(n.primary + n.standard_error);
+      var g = s("g", { class: "err-bar", "data-id": n.id });
+      g.appendChild(s("path", { d: "M" + x + " " + y1 + " V" + y2 + " M" + (x - 4) + " " + y1 + " H" + (x + 4) + " M" + (x - 4) + " " + y2 + " H" + (x + 4),
+        stroke: COLORS[n.outcome] || "#999" }));
       hover(g, n);
       svg.appendChild(g);
     });
@@ -241,14 +262,16 @@
     if (win && num(win.primary) && num(win.iteration)) {
       var bx = px(win.iteration), right = bx > W - 160;
       svg.appendChild(s("text", { class: "best-label", x: bx + (right ? -12 : 12), y: py(win.primary) - 10,
-        "text-anchor": right ? "end" : "start", text: "★ " + win.id + "  " + fmt(win.primary) }));
+        "text-anchor": right ? "end" : "start", text: "★ " + win.id + "  " + pm(win.primary, win.se_text) }));
     }
-    $("chart-legend").appendChild(h("span", {}, [h("i", { class: "sw line", style: "background:" + ACCENT }), "best so far"]));
+    $("chart-legend").appendChild(h("span", {}, [h("i", { class: "sw line", style: "background:" + ACCENT }), "best so far (accepted nodes)"]));
+    $("chart-legend").appendChild(h("span", { text: "I ±1 standard error" }));
     $("chart-legend").appendChild(h("span", { text: "● evaluated node   × failed node (colour = status)" }));
   }
   function hover(el, n) {
     el.addEventListener("mousemove", function (ev) {
-      showTip(ev, [n.id + "  ·  " + (num(n.primary) ? metric + " " + fmt(n.primary) : "failed") + "  ·  " + (D.outcome_labels[n.outcome] || n.outcome), n.hypothesis]);
+      showTip(ev, [n.id + "  ·  " + (num(n.primary) ? metric + " " + pm(n.primary, n.se_text) : "failed") + "  ·  " + (D.outcome_labels[n.outcome] || n.outcome),
+        n.gain ? "vs " + n.gain.against + ": " + n.gain.text : "", n.hypothesis].filter(Boolean));
     });
     el.addEventListener("mouseleave", hideTip);
     el.addEventListener("click", function () { select(n.id, true); });
@@ -264,10 +287,12 @@
       { key: "kind", label: "kind", get: function (n) { return n.kind; } },
       { key: "hypothesis", label: "hypothesis", get: function (n) { return n.hypothesis; } }];
     D.metrics.forEach(function (m, i) {
-      cols.push({ key: "m:" + m, label: m + (i === 0 ? (higher ? " ↑" : " ↓") : ""), num: true,
-        get: function (n) { return i === 0 ? n.primary : (n.metrics || {})[m]; }, show: fmt });
+      cols.push({ key: "m:" + m, label: m + (i === 0 ? (higher ? " ↑ ± SE" : " ↓ ± SE") : ""), num: true,
+        get: function (n) { return i === 0 ? n.primary : (n.metrics || {})[m]; },
+        show: i === 0 ? null : fmt, cell: i === 0 ? function (n) { return pm(n.primary, n.se_text); } : null });
     });
     return cols.concat([
+      { key: "gain", label: "vs parent", num: true, get: function (n) { return n.gain ? n.gain.delta : null; } },
       { key: "outcome", label: "status", get: function (n) { return n.outcome; } },
       { key: "wall", label: "wall", num: true, get: function (n) { return n.execution ? n.execution.wall_s : null; }, show: secs },
       { key: "tokens", label: "tokens", num: true, get: function (n) { return n.usage ? n.usage.total_tokens : null; }, show: int },
@@ -293,6 +318,8 @@
       cols.forEach(function (c) {
         var v = c.get(n), cell;
         if (c.key === "outcome") cell = h("td", {}, [chip(n.outcome)]);
+        else if (c.key === "gain") cell = h("td", { class: "num" }, [verdict(n.gain)]);
+        else if (c.cell) cell = h("td", { class: "num", text: num(v) ? c.cell(n) : "–" });
         else if (c.key === "hypothesis") cell = h("td", { class: "hyp" }, [v, n.failure ? h("div", { class: "bad",
           text: "[" + n.failure.stage + "] " + n.failure.message.slice(0, 160) }) : null]);
         else if (c.key === "id") cell = h("td", { class: "mono", style: "white-space:nowrap" }, [v, D.best === v ? h("span", { class: "star", text: " ★" }) : null]);
@@ -317,6 +344,32 @@
     document.querySelectorAll(".point").forEach(function (p) { p.classList.toggle("sel", p.getAttribute("data-id") === id); });
     detailView(byId[id]);
     if (user) { var t = document.querySelector('.tnode[data-id="' + id + '"]'); if (t && t.scrollIntoView) t.scrollIntoView({ block: "nearest" }); }
+  }
+
+  // ------------------------------------------------------------------ acceptance and finalists
+  function selectionView() {
+    var box = $("selection"), A = D.acceptance, F = D.finalists, f = D.final;
+    box.appendChild(h("p", { text: A && A.text ? A.text : "acceptance: any validation gain counts (a run from before gains were judged against noise)" }));
+    if (A && A.note) box.appendChild(h("p", { class: "bad", text: A.note }));
+    if (!F || !F.rows.length) {
+      box.appendChild(h("p", { class: "muted", text: "no finalists' seed replicates: the best node is the last one accepted" }));
+      return;
+    }
+    var head = h("tr", {}, [h("th", { text: "node" })].concat(F.seeds.map(function (sd) { return h("th", { class: "num", text: "seed " + sd }); }),
+      F.chosen ? [h("th", { class: "num", text: "mean ± spread" })] : []));
+    var body = h("tbody");
+    F.rows.forEach(function (r) {
+      var cells = [h("td", { class: "mono" }, [link(r.node), r.node === F.chosen ? h("span", { class: "star", text: " ★" }) : null])];
+      F.seeds.forEach(function (sd) {
+        var sc = (r.scores || {})[sd], fl = (r.failures || {})[sd];
+        cells.push(h("td", { class: "num" + (fl ? " bad" : ""), title: fl || null, text: num(sc) ? fmt(sc) : fl ? "failed" : "–" }));
+      });
+      if (F.chosen) cells.push(h("td", { class: "num", title: r.mean_text || null, text: pm(r.mean, r.spread_text) }));
+      body.appendChild(h("tr", { "data-node": r.node }, cells));
+    });
+    box.appendChild(h("div", { class: "table-wrap" }, [h("table", { class: "experiments finalists" }, [h("thead", {}, [head]), body])]));
+    box.appendChild(h("p", { class: "rule", text: F.chosen ? "★ " + F.chosen + ": " + F.rule : "seed replicates so far: no choice yet" }));
+    if (f && f.selection_rule && f.selection_rule !== F.rule) box.appendChild(h("p", { class: "muted", text: "rlab final: " + f.selection_rule }));
   }
 
   // ------------------------------------------------------------------ run facts
@@ -351,6 +404,7 @@
   treeView();
   chartView();
   tableView();
+  selectionView();
   factsView();
   var last = D.nodes.length ? D.nodes[D.nodes.length - 1].id : null;
   if (D.best || last) select(D.best || last, false);

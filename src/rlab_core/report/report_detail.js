@@ -33,10 +33,24 @@
     if (num(n.primary)) {
       box.appendChild(h("h3", { text: "Validation metrics" }));
       var pairs = D.metrics.filter(function (m) { return m in (n.metrics || {}) || m === metric; }).map(function (m) {
-        return [m + (m === metric ? " (primary)" : ""), fmt(m === metric ? n.primary : n.metrics[m])];
+        return [m + (m === metric ? " (primary)" : ""), m === metric ? pm(n.primary, n.se_text) : fmt(n.metrics[m])];
       });
-      if (anc) pairs.push(["vs " + anc.id, signed(n.primary - anc.primary)]);
+      if (n.se_text) pairs.push(["standard error", n.se_text + " (bootstrap" + (n.resample_unit ? " over " + n.resample_unit : "") + ")"]);
       box.appendChild(kv(pairs));
+      var gains = h("dl", { class: "kv gains" });
+      function gainRow(label, g) {
+        gains.appendChild(h("dt", { text: label }));
+        gains.appendChild(h("dd", { class: "verdict " + (VERDICT[g.verdict] || ""), text: g.detail }));
+      }
+      if (n.gain) gainRow("vs " + n.gain.against, n.gain);
+      else if (anc) { gains.appendChild(h("dt", { text: "vs " + anc.id })); gains.appendChild(h("dd", { text: signed(n.primary - anc.primary) })); }
+      if (n.versus_best) gainRow("vs best " + n.versus_best.against, n.versus_best);
+      if (n.accepted === true || n.accepted === false) {
+        gains.appendChild(h("dt", { text: "accepted" }));
+        gains.appendChild(h("dd", { text: n.accepted ? "yes: it became the run's best" :
+          "no: the run's best stayed " + (n.best_after ? n.best_after.id : "another node") }));
+      }
+      if (gains.childNodes.length) { box.appendChild(h("h3", { text: "Gain (+ is better)" })); box.appendChild(gains); }
     }
     if (x) {
       box.appendChild(h("h3", { text: "Execution" }));

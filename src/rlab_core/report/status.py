@@ -4,8 +4,9 @@ The journal's :class:`~rlab_core.records.NodeStatus` says whether a node was sco
 views say what became of it:
 
 - ``improved`` (improved and kept): an evaluated agent-made node that beat its nearest
-  evaluated ancestor (:meth:`Tree.improved_on_parent`) and either lies on the winner's path
-  or set a new best-so-far when it finished;
+  evaluated ancestor (:meth:`Tree.improved_on_parent`: beyond the noise where the gain was
+  measured, so a gain within noise is no improvement) and either lies on the winner's path
+  or became the run's best when it finished (it was accepted);
 - ``evaluated`` (evaluated, not kept): every other evaluated node, seeds included;
 - ``failed``: failed and not (yet) repaired;
 - ``repaired``: failed, but a repair of it (a ``debug`` node whose ``repair_of`` is this
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from rlab_core.records import NodeKind, NodeStatus, Score
+from rlab_core.records import Node, NodeKind, NodeStatus
 from rlab_core.tree import Tree
 
 
@@ -54,21 +55,19 @@ OUTCOME_STYLE = {
 
 
 def winner_path(tree: Tree) -> list[str]:
-    """Ids from the root to the best evaluated node (empty when nothing was evaluated)."""
-    best = tree.best()
+    """Ids from the root to the node the run chose (empty when nothing was evaluated)."""
+    best = tree.selected()
     return [n.id for n in tree.lineage(best.id)] if best is not None else []
 
 
+def best_after_each(tree: Tree) -> list[tuple[Node, Node]]:
+    """Each evaluated node, in finishing order, with the run's best once it had finished."""
+    return [(node, best) for node, best in tree.best_after_each() if best is not None]
+
+
 def new_best_ids(tree: Tree) -> set[str]:
-    """Evaluated nodes that beat every node evaluated before them (the first one included)."""
-    marks: set[str] = set()
-    best: Score | None = None
-    for node in tree.evaluated():
-        score = node.score
-        if score is not None and (best is None or score.better_than(best)):
-            best = score
-            marks.add(node.id)
-    return marks
+    """Evaluated nodes that became the run's best when they finished (the first one included)."""
+    return {node.id for node, best in best_after_each(tree) if best.id == node.id}
 
 
 def classify(tree: Tree) -> dict[str, Outcome]:

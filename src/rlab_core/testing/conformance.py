@@ -195,6 +195,23 @@ def _score_seed(prepared: PreparedTask, sandbox: Sandbox, tmp: Path) -> None:
         "score() must return a finite primary score"
     )
     assert score.primary_metric == prepared.primary_metric
+    _check_resampling(prepared, out, score)
+
+
+def _check_resampling(prepared: PreparedTask, out: Path, score: Score) -> None:
+    """An offered resampling gives the score itself when every unit is drawn once."""
+    import numpy as np
+
+    resampling = prepared.resampling(out, "val")
+    if resampling is None:
+        return
+    assert resampling.units > 1 and resampling.unit, "a resampling names its unit and count"
+    once = np.asarray(resampling.statistic(np.ones((2, resampling.units), dtype=np.int64)))
+    assert once.shape == (2,), "the statistic returns one value per resample"
+    assert np.allclose(once, score.primary, rtol=1e-9, atol=1e-12), (
+        f"with every unit drawn once the statistic gives {once[0]!r}, "
+        f"but score() gives {score.primary!r}"
+    )
 
 
 def check_agent(agent: Agent, context: AgentContext) -> Proposal:

@@ -29,11 +29,26 @@ SYSTEM = (
 )
 
 
+#: How a gain's verdict reads in the tree an agent sees.
+VERDICT_WORDS = {
+    "better": "better than its parent beyond the noise",
+    "within noise": "within the noise of its parent",
+    "worse": "worse than its parent beyond the noise",
+}
+
+
 def _score(node: NodeSummary, metric: str) -> str:
     if node.primary is None:
         return "no score"
-    improved = node.improved_on_parent and node.parent_id is not None
-    return f"val {metric}={node.primary:.6g}" + (" (improved on its parent)" if improved else "")
+    text = f"val {metric}={node.primary:.6g}"
+    if node.standard_error is not None:
+        text += f" ± {node.standard_error:.2g}"
+    if node.parent_id is None:
+        return text
+    # the paired bootstrap's verdict where measured: a gain inside the noise is no finding
+    if node.verdict in VERDICT_WORDS:
+        return f"{text} ({VERDICT_WORDS[node.verdict]})"
+    return text + (" (improved on its parent)" if node.improved_on_parent else "")
 
 
 def render_node(node: NodeSummary, metric: str, *, with_diff: bool, short: bool = False) -> str:

@@ -17,6 +17,9 @@ score in about half a second on one core.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 
 K = 5
@@ -62,7 +65,10 @@ class _Ranking:
         return len(self.starts)
 
 
-def _gauc(ranking: _Ranking, labels: np.ndarray, scores: np.ndarray) -> float:
+def _user_auc(
+    ranking: _Ranking, labels: np.ndarray, scores: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each user's positives and ROC AUC (``nan`` for a user without both classes)."""
     y = labels[ranking.order] > 0
     s = scores[ranking.order]
     tie = np.empty(len(s), dtype=bool)
@@ -79,10 +85,19 @@ def _gauc(ranking: _Ranking, labels: np.ndarray, scores: np.ndarray) -> float:
     nneg = ranking.sizes - npos
     rank_sum = np.bincount(ranking.index, weights=ascending_rank * y, minlength=ranking.n_users)
     mixed = (npos > 0) & (nneg > 0)
+    auc = np.full(ranking.n_users, np.nan)
+    auc[mixed] = (rank_sum[mixed] - npos[mixed] * (npos[mixed] + 1) / 2) / (
+        npos[mixed] * nneg[mixed]
+    )
+    return npos, auc
+
+
+def _gauc(ranking: _Ranking, labels: np.ndarray, scores: np.ndarray) -> float:
+    npos, auc = _user_auc(ranking, labels, scores)
+    mixed = ~np.isnan(auc)
     if not mixed.any():
         return 0.5
-    auc = (rank_sum[mixed] - npos[mixed] * (npos[mixed] + 1) / 2) / (npos[mixed] * nneg[mixed])
-    return float(np.sum(npos[mixed] * auc) / np.sum(npos[mixed]))
+    return float(np.sum(npos[mixed] * auc[mixed]) / np.sum(npos[mixed]))
 
 
 def _dcg(ranking: _Ranking, gain: np.ndarray) -> np.ndarray:
@@ -91,14 +106,18 @@ def _dcg(ranking: _Ranking, gain: np.ndarray) -> np.ndarray:
     return np.bincount(ranking.index[top], weights=gain[top] * discount, minlength=ranking.n_users)
 
 
-def _ndcg(ranking: _Ranking, codes: np.ndarray, labels: np.ndarray) -> float:
+def _user_ndcg(ranking: _Ranking, codes: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Each user's nDCG@5 (0 for a user without a positive)."""
     dcg = _dcg(ranking, np.exp2(labels[ranking.order]) - 1.0)
     small_ints = labels.min() >= 0 and labels.max() < 2**14 and np.all(labels == np.round(labels))
     keys = (-labels).astype(np.int16) if small_ints else -labels  # int16 sorts by radix
     ideal_order = _by_user(codes, np.argsort(keys, kind="stable"))
     ideal = _dcg(ranking, np.exp2(labels[ideal_order]) - 1.0)  # same user groups and ranks
-    per_user = np.divide(dcg, ideal, out=np.zeros_like(dcg), where=ideal > 0)
-    return float(per_user.mean())
+    return np.divide(dcg, ideal, out=np.zeros_like(dcg), where=ideal > 0)
+
+
+def _ndcg(ranking: _Ranking, codes: np.ndarray, labels: np.ndarray) -> float:
+    return float(_user_ndcg(ranking, codes, labels).mean())
 
 
 def _inputs(users, labels, scores) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
@@ -122,6 +141,27 @@ def ndcg_at_5(users: np.ndarray, labels: np.ndarray, scores: np.ndarray) -> floa
     return _ndcg(_Ranking(codes, scores), codes, labels)
 
 
+@dataclass(frozen=True)
+class PerUser:
+    """The metrics' per-user parts, users in sorted id order: GAUC and nDCG@5 are their
+    weighted means, so a bootstrap over users reweights these instead of re-sorting rows."""
+
+    #: Each user's positive rows (GAUC's weight).
+    positives: np.ndarray
+    #: Each user's ROC AUC; ``nan`` where the user lacks a class (GAUC leaves them out).
+    auc: np.ndarray
+    #: Each user's nDCG@5 (0 without a positive; every user counts).
+    ndcg: np.ndarray
+
+
+def per_user(users: np.ndarray, labels: np.ndarray, scores: np.ndarray) -> PerUser:
+    """Per-user positives, AUC and nDCG@5, from the same one ranking :func:`evaluate` uses."""
+    codes, _, labels, scores = _inputs(users, labels, scores)
+    ranking = _Ranking(codes, scores)
+    positives, auc = _user_auc(ranking, labels, scores)
+    return PerUser(positives=positives, auc=auc, ndcg=_user_ndcg(ranking, codes, labels))
+
+
 def evaluate(users: np.ndarray, labels: np.ndarray, scores: np.ndarray) -> dict[str, float]:
     """``GAUC, nDCG@5, primary, users, rows`` as the organizers' evaluator reports them."""
     if len(users) == 0:
@@ -137,3 +177,26 @@ def evaluate(users: np.ndarray, labels: np.ndarray, scores: np.ndarray) -> dict[
         "users": float(n_users),
         "rows": float(len(codes)),
     }
+
+
+def primary_on_resamples(parts: PerUser) -> Callable[[np.ndarray], np.ndarray]:
+    """Users' draw counts ``(resamples, users)`` -> the primary of each resample.
+
+    A user drawn ``c`` times counts ``c`` times: GAUC = sum(c pos auc) / sum(c pos) over
+    the users with both classes (0.5 when the resample holds none, as :func:`gauc` says)
+    and nDCG@5 = sum(c ndcg) / sum(c) over all users. With every count 1 this is
+    :func:`evaluate`'s primary.
+    """
+    mixed = ~np.isnan(parts.auc)
+    weight = np.where(mixed, parts.positives, 0.0)
+    weighted_auc = np.where(mixed, parts.positives * np.nan_to_num(parts.auc), 0.0)
+
+    def statistic(counts: np.ndarray) -> np.ndarray:
+        c = np.asarray(counts, dtype=float)
+        total = c @ weight
+        with np.errstate(invalid="ignore", divide="ignore"):
+            g = np.where(total > 0, (c @ weighted_auc) / total, 0.5)
+            n = (c @ parts.ndcg) / c.sum(axis=1)
+        return (g + n) / 2.0
+
+    return statistic

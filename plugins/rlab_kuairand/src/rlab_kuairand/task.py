@@ -14,12 +14,15 @@ from rlab_core.api import (
     ContractError,
     PlaybookMove,
     PreparedTask,
+    Resampling,
     Score,
     SeedCandidate,
     Split,
+    fingerprint,
+    unit_index,
 )
 from rlab_kuairand import build, schema, submission
-from rlab_kuairand.metrics import evaluate
+from rlab_kuairand.metrics import evaluate, per_user, primary_on_resamples
 from rlab_kuairand.playbook import MOVES
 
 SEEDS = Path(__file__).parent / "seeds"
@@ -156,6 +159,26 @@ class KuaiRandTask(PreparedTask):
             primary=metrics["primary"],
             primary_metric="primary",
             higher_is_better=True,
+        )
+
+    def resampling(self, output_dir: Path, split: Split = "val") -> Resampling | None:
+        """The primary on bootstrap resamples of users, the metric's own unit.
+
+        A user's rows are ranked together and both metrics are means over users, so users
+        are drawn, not rows: each user's positives, AUC and nDCG@5 are computed once and
+        every resample reweights them (:func:`~rlab_kuairand.metrics.primary_on_resamples`).
+        """
+        scores = np.load(Path(output_dir) / f"{split}_predictions.npy").astype(float)
+        keys = np.load(self.private / f"{split}_keys.npz")
+        if len(keys["user_id"]) == 0:
+            return None
+        parts = per_user(keys["user_id"], keys["label"], scores)
+        _, users = unit_index(keys["user_id"])  # sorted ids: the order of the parts
+        return Resampling(
+            unit="users",
+            units=users,
+            statistic=primary_on_resamples(parts),
+            key=fingerprint(keys["user_id"]),
         )
 
     def write_submission(self, output_dir: Path, private_dir: Path, dest: Path) -> Path | None:

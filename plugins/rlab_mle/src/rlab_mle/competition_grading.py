@@ -20,6 +20,8 @@ from rlab_mle import leaderboard
 from rlab_mle.definitions import Competition
 from rlab_mle.metric_graders import InvalidSubmission, grader_for, submission_problems
 
+#: mle-bench rounds every score to this many decimals.
+DECIMALS = 5
 REPORT_FIELDS = (
     "competition_id",
     "score",
@@ -80,16 +82,21 @@ def grade(
     competition: Competition, submission: pd.DataFrame, answers: pd.DataFrame, sample: Path
 ) -> float:
     """The competition's score of ``submission``; :class:`InvalidSubmission` when malformed."""
+    return round(raw_grade(competition, submission, answers, sample), DECIMALS)
+
+
+def raw_grade(
+    competition: Competition, submission: pd.DataFrame, answers: pd.DataFrame, sample: Path
+) -> float:
+    """:func:`grade` before mle-bench's rounding (what a resampled statistic starts from)."""
     if competition.grade_fn is not None:
         try:
             value = competition.grade_fn(submission, answers)
         except Exception as exc:  # mle-bench counts any grader exception as invalid
             raise InvalidSubmission(str(exc) or type(exc).__name__) from None
-        return round(float(value), 5)
+        return float(value)
     id_column, targets = header(sample)
-    return round(
-        grader_for(competition.grader_name).grade(submission, answers, id_column, targets), 5
-    )
+    return grader_for(competition.grader_name).grade(submission, answers, id_column, targets)
 
 
 def format_problems(path: Path, sample: Path, competition: Competition) -> list[str]:

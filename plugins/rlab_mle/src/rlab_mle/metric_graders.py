@@ -53,6 +53,10 @@ class Grader:
         if problems:
             raise InvalidSubmission("; ".join(problems))
         sub, ans = align(submission, answers, id_column)
+        return self.score_aligned(sub, ans, targets)
+
+    def score_aligned(self, sub: pd.DataFrame, ans: pd.DataFrame, targets: list[str]) -> float:
+        """The metric of frames already checked and aligned row by row (no checks here)."""
         return SCORERS[self.metric](self, sub, ans, targets)
 
 
@@ -188,11 +192,12 @@ def align(
 # --------------------------------------------------------------------------- scorers
 
 
-def _matrix(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
+def numeric_matrix(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """The columns as a float matrix (rows x columns)."""
     return frame[columns].apply(pd.to_numeric, errors="raise").to_numpy(dtype=float)
 
 
-def _binary(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
+def binary_matrix(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
     """Answers as 0/1, whether written as numbers, booleans or 'True'/'False'."""
     out = []
     for column in columns:
@@ -206,7 +211,7 @@ def _binary(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
 def one_hot_answers(answers: pd.DataFrame, targets: list[str]) -> np.ndarray:
     """Answers as a one-hot matrix: the target columns, or one label column holding their names."""
     if all(t in answers.columns for t in targets):
-        return _matrix(answers, targets)
+        return numeric_matrix(answers, targets)
     label = find_label_column(answers, targets, exclude=set())
     if label is not None:
         labels = answers[label].astype(str).to_numpy()
@@ -233,7 +238,7 @@ def canonical_labels(values: pd.Series) -> np.ndarray:
 
 
 def _auc(grader: Grader, sub: pd.DataFrame, ans: pd.DataFrame, targets: list[str]) -> float:
-    y, p = _binary(ans, targets), _matrix(sub, targets)
+    y, p = binary_matrix(ans, targets), numeric_matrix(sub, targets)
     if len(targets) == 1:
         return metrics.roc_auc(y[:, 0], p[:, 0])
     return metrics.mean_columnwise_roc_auc(y, p)
@@ -241,12 +246,14 @@ def _auc(grader: Grader, sub: pd.DataFrame, ans: pd.DataFrame, targets: list[str
 
 def _log_loss(grader: Grader, sub: pd.DataFrame, ans: pd.DataFrame, targets: list[str]) -> float:
     if len(targets) == 1 and grader.metric == "log-loss":
-        return metrics.binary_log_loss(_binary(ans, targets)[:, 0], _matrix(sub, targets)[:, 0])
-    return metrics.multiclass_log_loss(one_hot_answers(ans, targets), _matrix(sub, targets))
+        return metrics.binary_log_loss(
+            binary_matrix(ans, targets)[:, 0], numeric_matrix(sub, targets)[:, 0]
+        )
+    return metrics.multiclass_log_loss(one_hot_answers(ans, targets), numeric_matrix(sub, targets))
 
 
 def _value(grader: Grader, sub: pd.DataFrame, ans: pd.DataFrame, targets: list[str]) -> float:
-    y, p = _matrix(ans, targets), _matrix(sub, targets)
+    y, p = numeric_matrix(ans, targets), numeric_matrix(sub, targets)
     if grader.metric in ("rmsle", "columnwise-rmsle") and (p < 0).any():
         raise InvalidSubmission(
             f"{grader.name} needs predictions of at least 0; the submission has negative values"

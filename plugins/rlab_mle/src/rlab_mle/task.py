@@ -16,12 +16,13 @@ from rlab_core.api import (
     ContractError,
     PlaybookMove,
     PreparedTask,
+    Resampling,
     Score,
     SeedCandidate,
     Split,
     stage_by_progress,
 )
-from rlab_mle import competition_grading, context, leaderboard, registry
+from rlab_mle import competition_grading, context, leaderboard, registry, resampling
 from rlab_mle.definitions import Competition
 from rlab_mle.metric_graders import InvalidSubmission, submission_problems
 from rlab_mle.options import MleOptions
@@ -175,6 +176,50 @@ class MleTask(PreparedTask):
             higher_is_better=self.higher_is_better,
             details={"grading_report": report},
         )
+
+    def resampling(self, output_dir: Path, split: Split = "val") -> Resampling | None:
+        """The score on bootstrap resamples of the answer rows (:mod:`rlab_mle.resampling`).
+
+        Rows are the units, stratified by class for a classification metric; when the split
+        was grouped, its groups are. The test split reads ``submission.csv`` and the
+        competition's answers, as :meth:`_grade_test` does.
+        """
+        if split == "val":
+            submission = pd.read_csv(Path(output_dir) / OUTPUTS["val"])
+            answers = pd.read_csv(self.private / "val_answers.csv")
+        else:
+            submission = pd.read_csv(Path(output_dir) / OUTPUTS["test"])
+            answers = competition_grading.read_frame(self.competition.answers)
+        return resampling.competition_resampling(
+            self.competition, submission, answers, self._expected(split), self._groups(split)
+        )
+
+    def _groups(self, split: Split) -> pd.Series | None:
+        """Id (as text) -> group, when the validation split was grouped; else ``None``.
+
+        Val rows carry the group in ``val.csv`` when it is a feature, else in the source
+        train file (ids there as the build made them); test rows in the public test file.
+        """
+        column = self.facts["split"].get("group_column")
+        if not column:
+            return None
+        id_column = self.facts["id_column"]
+        if split == "test":
+            sources = [self.competition.public_dir / "test.csv"]
+        else:
+            train = self.competition.public_dir / self.facts["split"]["train_file"]
+            sources = [self.data_dir / self.facts["files"]["val"], train]
+        for path in sources:
+            header = list(pd.read_csv(path, nrows=0).columns) if path.is_file() else []
+            if column in header:
+                wanted = [c for c in (id_column, column) if c in header]
+                frame = pd.read_csv(path, usecols=wanted, low_memory=False)
+                if id_column not in frame.columns:  # the build numbered train rows so
+                    frame[id_column] = [f"train-{i}" for i in range(len(frame))]
+                frame = frame.drop_duplicates(id_column)
+                index = frame[id_column].astype(str)
+                return pd.Series(frame[column].to_numpy(), index=index, name=column)
+        return None
 
     def write_submission(self, output_dir: Path, private_dir: Path, dest: Path) -> Path | None:
         source = Path(private_dir) / OUTPUTS["test"]

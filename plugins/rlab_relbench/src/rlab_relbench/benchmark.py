@@ -18,11 +18,16 @@ from rlab_core.api import (
     ContractError,
     PlaybookMove,
     PreparedTask,
+    Resampling,
     Score,
     SeedCandidate,
     Split,
     TaskListing,
+    fingerprint,
+    indexed_statistic,
     read_marker,
+    rows_statistic,
+    unit_index,
 )
 from rlab_relbench import build, contract, flights, official, sources
 from rlab_relbench.options import RelBenchOptions
@@ -268,6 +273,49 @@ class RelBenchTask(PreparedTask):
             primary_metric=self.primary_metric,
             higher_is_better=self.higher_is_better,
         )
+
+    def resampling(self, output_dir: Path, split: Split = "val") -> Resampling | None:
+        """The primary metric on bootstrap resamples of the split's entities.
+
+        The unit is the entity (the source entity of a recommendation task): its rows at
+        the successive seed times are correlated, so they are drawn together. relbench's
+        three metrics have weighted forms (:mod:`rlab_relbench.resampling`) that cost one
+        pass over the rows per resample; any other metric falls back to the official
+        ``evaluate`` on each resample's rows (slow). None for a task relbench does not score.
+        """
+        import numpy as np
+
+        from rlab_relbench.resampling import weighted_metric
+
+        if self.kind not in METRIC:
+            return None
+        pred = np.load(Path(output_dir) / f"{split}_predictions.npy", allow_pickle=False)
+        labels = self._labels(split)
+        table, column = self._unit()
+        ids = labels[column].to_numpy()
+        unit_of_row, units = unit_index(ids)
+        metric = weighted_metric(self.primary_metric, pred, labels, self.spec, self._nmae_std())
+        if metric is None:
+            statistic = indexed_statistic(
+                unit_of_row,
+                lambda rows: self.evaluate(pred[rows], split, rows)[self.primary_metric],
+            )
+        else:
+            statistic = rows_statistic(unit_of_row, metric)
+        times = labels[self.spec["time_col"]].to_numpy().astype("datetime64[ns]")
+        return Resampling(unit=table, units=units, statistic=statistic, key=fingerprint(ids, times))
+
+    def _unit(self) -> tuple[str, str]:
+        """The table and column of the entity a resample draws (plural table name, column)."""
+        if self.kind == "recommendation":
+            return self.spec["src_entity_table"], self.spec["src_entity_col"]
+        return self.spec["entity_table"], self.spec["entity_col"]
+
+    def _nmae_std(self) -> float | None:
+        """The NMAE normaliser relbench's metric divides by (regression tasks only)."""
+        if self.kind != "regression":
+            return None
+        return getattr(self._relbench_task(), "nmae_std", None)
 
     def evaluate(self, pred: Any, split: Split, rows: Any = None) -> dict[str, float]:
         """``task.evaluate`` of the official relbench library on the private labels.

@@ -17,14 +17,17 @@ from rlab_core.api import (
     ContractError,
     PlaybookMove,
     PreparedTask,
+    Resampling,
     Score,
     SeedCandidate,
     Split,
     TaskListing,
     UnknownNameError,
     build_prepared,
+    fingerprint,
     read_marker,
     stage_by_progress,
+    weighted_mean,
 )
 from rlab_core.testing.toy import SEED_DIR
 
@@ -147,6 +150,22 @@ class ToyTask(PreparedTask):
         )
         return Score(
             metrics={"rmse": rmse}, primary=rmse, primary_metric="rmse", higher_is_better=False
+        )
+
+    def resampling(self, output_dir: Path, split: Split = "val") -> Resampling:
+        """RMSE on resamples of the points (each point is its own unit)."""
+        import numpy as np
+
+        predictions = np.array(
+            json.loads((Path(output_dir) / f"{split}_predictions.json").read_text())
+        )
+        labels = np.array(json.loads((self.private / "labels.json").read_text())[split])
+        squared = (predictions - labels) ** 2
+        return Resampling(
+            unit="points",
+            units=len(labels),
+            statistic=lambda counts: np.sqrt(weighted_mean(squared, counts)),
+            key=fingerprint(np.arange(len(labels))),
         )
 
     def write_submission(self, output_dir: Path, private_dir: Path, dest: Path) -> Path | None:

@@ -1,0 +1,189 @@
+"""Seed replicates for the finalists: the node a run hands to ``rlab final``.
+
+Before a run ends, the best few nodes by validation — among the nodes accepted under the
+run's rule (seeds and every gain that held up), or among all evaluated nodes under
+``acceptance: any`` — run again with other ``RLAB_SEED`` values. The chosen node is the
+one with the best mean validation over its seeds (its own run counts as one); a node whose
+program fails under another seed ranks after those that never fail. Every replicate and the
+choice are journaled (:class:`~rlab_core.events.ReplicateScored`,
+:class:`~rlab_core.events.FinalistsChosen`), so a resumed run re-runs only what is missing.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rlab_core.events import FinalistsChosen, ReplicateScored
+from rlab_core.journal import RunState
+from rlab_core.recorder import Recorder
+from rlab_core.records import Node, Timing
+from rlab_core.tree import Tree
+
+if TYPE_CHECKING:
+    from rlab_core.evaluation import CandidateEvaluator
+    from rlab_core.run_folder import RunFolder
+
+
+class ReplicateInterrupted(Exception):
+    """A replicate was cancelled because the run is stopping."""
+
+
+@dataclass(frozen=True)
+class FinalistSettings:
+    """How many finalists, how many extra seeds each, and the rule they were accepted by."""
+
+    count: int = 0
+    seeds: int = 0
+    base_seed: int = 0
+    workers: int = 1
+    acceptance: str = "significant"
+    confidence: float = 0.9
+
+    @property
+    def extra_seeds(self) -> list[int]:
+        return [self.base_seed + k for k in range(1, self.seeds + 1)]
+
+
+def finalist_pool(tree: Tree, acceptance: str) -> list[Node]:
+    """Nodes that may be chosen, best score first (earliest first among equals)."""
+    pool = tree.accepted() if acceptance == "significant" else tree.evaluated()
+    sign = -1.0 if tree.higher_is_better else 1.0
+    return sorted(pool, key=lambda n: sign * n.score.primary)  # type: ignore[union-attr]
+
+
+def reserve_s(tree: Tree, settings: FinalistSettings) -> float:
+    """Seconds the finalists' replicates should take (a search keeps them back from its time)."""
+    walls = sorted(n.timing.candidate_s for n in tree.evaluated())
+    if not walls or not settings.count or not settings.seeds:
+        return 0.0
+    runs = min(settings.count, len(walls)) * settings.seeds
+    return walls[len(walls) // 2] * runs / max(1, settings.workers)
+
+
+def selection_rule(settings: FinalistSettings, finalists: int, seeds_run: int) -> str:
+    """The rule that chose the node, in words (``final_report.json`` says it)."""
+    among = (
+        f"among the {finalists} best nodes accepted at {settings.confidence:.0%}"
+        if settings.acceptance == "significant"
+        else f"among the {finalists} best evaluated nodes (acceptance: any gain)"
+    )
+    return f"chosen by mean validation over {seeds_run} seeds {among}"
+
+
+def single_rule(settings: FinalistSettings) -> str:
+    """The rule when no replicates ran: the best under the acceptance rule."""
+    if settings.acceptance == "significant":
+        return (
+            f"the best validation score among nodes accepted at {settings.confidence:.0%} "
+            "(no seed replicates)"
+        )
+    return "the best validation score (acceptance: any gain; no seed replicates)"
+
+
+class FinalistRound:
+    """Runs the missing replicates of the finalists and journals the choice."""
+
+    def __init__(
+        self,
+        *,
+        settings: FinalistSettings,
+        run: RunFolder,
+        tree: Tree,
+        state: RunState,
+        evaluator: CandidateEvaluator,
+        recorder: Recorder,
+        time_left: Callable[[], float | None] = lambda: None,
+    ) -> None:
+        self.settings = settings
+        self.run = run
+        self.tree = tree
+        self.state = state
+        self.evaluator = evaluator
+        self.recorder = recorder
+        self.time_left = time_left
+
+    def choose(self) -> Node | None:
+        """Replicate the finalists, record and return the chosen node (``None``: nothing to do)."""
+        settings = self.settings
+        finalists = finalist_pool(self.tree, settings.acceptance)[: settings.count]
+        if not finalists or not settings.seeds:
+            return None
+        todo = [
+            (node, seed)
+            for node in finalists
+            for seed in settings.extra_seeds
+            if seed not in self.state.replicates.get(node.id, {})
+        ]
+        with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
+            for future in [pool.submit(self._replicate, node, seed) for node, seed in todo]:
+                future.result()
+        rows = [self._row(node) for node in finalists]
+        # nodes whose program never failed under another seed first, then by mean
+        sign = -1.0 if self.tree.higher_is_better else 1.0
+        ranked = sorted(rows, key=lambda r: (bool(r["failures"]), sign * r["mean"]))
+        seeds_run = min(len(r["scores"]) for r in rows)
+        rule = selection_rule(settings, len(finalists), seeds_run)
+        if any(len(r["scores"]) + len(r["failures"]) < 1 + settings.seeds for r in rows):
+            rule += " (some replicates did not run: the time budget was spent)"
+        chosen = ranked[0]["node"]
+        self.recorder.record(FinalistsChosen(node_id=chosen, rule=rule, finalists=rows))
+        self.tree.choose(chosen, rule)
+        return self.tree.get(chosen)
+
+    def _row(self, node: Node) -> dict[str, Any]:
+        scores: dict[str, float] = {str(self.settings.base_seed): node.score.primary}  # type: ignore[union-attr]
+        failures: dict[str, str] = {}
+        for seed, event in sorted(self.state.replicates.get(node.id, {}).items()):
+            if seed not in self.settings.extra_seeds:
+                continue
+            if event.get("primary") is None:
+                failures[str(seed)] = str(event.get("failure") or "failed")
+            else:
+                scores[str(seed)] = float(event["primary"])
+        values = list(scores.values())
+        return {
+            "node": node.id,
+            "scores": scores,
+            "failures": failures,
+            "mean": statistics.fmean(values),
+            "spread": statistics.stdev(values) if len(values) > 1 else 0.0,
+        }
+
+    def _replicate(self, node: Node, seed: int) -> None:
+        left = self.time_left()
+        if left is not None and left <= 0:
+            return  # the time budget is spent: the choice says some did not run
+        name = f"{node.id}-seed{seed}"
+        home = self.run.root / "replicates" / name
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir(parents=True)
+        timing = Timing()
+        execution, score, failure = self.evaluator.evaluate(
+            name,
+            self.run.node_src(node.id),
+            timing,
+            stage=node.stage,
+            top_nodes=node.top_nodes,
+            seed=seed,
+            home=home,
+        )
+        if execution is not None and execution.killed_by == "cancelled":
+            raise ReplicateInterrupted(f"{name} was stopped by the interrupt")
+        # only the score matters: the predictions of another seed are not kept
+        shutil.rmtree(home / "outputs", ignore_errors=True)
+        shutil.rmtree(home / "private", ignore_errors=True)
+        event = ReplicateScored(
+            node_id=node.id,
+            seed=seed,
+            primary=score.primary if score is not None else None,
+            failure=None if failure is None else f"[{failure.stage}] {failure.message}"[:500],
+            wall_s=round(timing.candidate_s, 3),
+        )
+        line = self.recorder.record(event)
+        with self.recorder.lock:
+            self.state.replicates.setdefault(node.id, {})[seed] = line
