@@ -81,6 +81,7 @@ def run_noop(
         min_iterations=iterations,
         debug_tries=0,
         finalists=0,  # the figures are per iteration: no seed replicates after the search
+        noise_seeds=0,  # nor before it
         smoke_run=False,
         **{"out": root / "runs", **overrides},
     )

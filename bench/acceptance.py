@@ -1,6 +1,7 @@
 """Do accepted gains hold on test? ``acceptance: any`` against ``acceptance: significant``.
 
-Usage: ``uv run python bench/acceptance.py [--tasks a,b] [--iterations 10] [--out f.json]``.
+Usage: ``uv run python bench/acceptance.py [--tasks a,b] [--seeds 0,1] [--iterations 10]
+[--out f.json]``.
 
 For each task (rel-flights' three, the four mle built-ins, the kuairand sample) and each
 rule, runs the offline playbook agent with the same budgets (the run's defaults otherwise,
@@ -95,13 +96,16 @@ def _against(node: Node) -> str | None:
     return gain.against if gain is not None else node.parent_id
 
 
-def study(host: PluginHost, task_name: str, rule: str, iterations: int, root: Path) -> dict:
+def study(
+    host: PluginHost, task_name: str, rule: str, iterations: int, root: Path, seed: int = 0
+) -> dict:
     """One run under ``rule`` and what its accepted nodes and its choice did on test."""
     config = RunConfig(
         task=task_name,
         agent="playbook",
         acceptance=rule,
         iterations=iterations,
+        seed=seed,
         out=root / "runs",
     )
     start = time.perf_counter()
@@ -131,6 +135,7 @@ def study(host: PluginHost, task_name: str, rule: str, iterations: int, root: Pa
     return {
         "task": task_name,
         "rule": rule,
+        "run_seed": seed,
         "iterations": tree.iterations_used(),
         "evaluated": len(tree.evaluated()),
         "accepted": len(accepted),
@@ -159,7 +164,7 @@ def _row(r: dict) -> str:
         else "unmeasured"
     )
     return (
-        f"| {r['task']} | {r['rule']} | {r['accepted']} | {share} | {r['chosen']} vs "
+        f"| {r['task']} | {r['run_seed']} | {r['rule']} | {r['accepted']} | {share} | {r['chosen']} vs "
         f"{r['seed']}: {gain} | {r['wall_s']:.0f} |"
     )
 
@@ -168,6 +173,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default=",".join(TASKS))
     parser.add_argument("--rules", default=",".join(RULES))
+    parser.add_argument("--seeds", default="0", help="run seeds, e.g. 0,1,2 (RLAB_SEED, agent)")
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON")
     args = parser.parse_args()
@@ -178,15 +184,18 @@ def main() -> None:
     os.environ["RLAB_CACHE_HOME"] = str(root / "cache")
     results: list[dict] = []
     print(
-        "| task | rule | accepted | held on test | chosen - seed on test (90 % bounds) | wall s |"
+        "| task | run seed | rule | accepted | held on test | chosen - seed on test (90 % bounds) "
+        "| wall s |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     try:
         for task_name in args.tasks.split(","):
-            for rule in args.rules.split(","):
-                result = study(host, task_name, rule, args.iterations, root / rule)
-                results.append(result)
-                print(_row(result), flush=True)
+            for seed in (int(s) for s in args.seeds.split(",")):
+                for rule in args.rules.split(","):
+                    home = root / f"{rule}-{seed}"
+                    result = study(host, task_name, rule, args.iterations, home, seed)
+                    results.append(result)
+                    print(_row(result), flush=True)
     finally:
         if previous is None:
             os.environ.pop("RLAB_CACHE_HOME", None)
@@ -195,13 +204,19 @@ def main() -> None:
         shutil.rmtree(root, ignore_errors=True)
     for rule in args.rules.split(","):
         mine = [r for r in results if r["rule"] == rule]
+        if not mine:
+            continue
         accepted = sum(r["accepted"] for r in mine)
         held = sum(r["held_on_test"] for r in mine)
-        worse = [r["task"] for r in mine if r["test_verdict"] == "worse"]
+        worse = [
+            f"{r['task']} (seed {r['run_seed']})" for r in mine if r["test_verdict"] == "worse"
+        ]
         share = f"{held / accepted:.0%}" if accepted else "n/a"
+        walls = sorted(r["wall_s"] for r in mine)
         print(
             f"{rule}: {held}/{accepted} accepted improvements held on test ({share}); "
-            f"chosen worse than the seed beyond the noise on: {', '.join(worse) or 'none'}"
+            f"chosen worse than the seed beyond the noise on: {', '.join(worse) or 'none'}; "
+            f"median wall {walls[len(walls) // 2]:.0f}s"
         )
     if args.out:
         args.out.write_text(json.dumps(results, indent=2))

@@ -39,8 +39,14 @@ def run_toy(toy_host: PluginHost, tmp_path: Path, rlab_cache: Path):
             agent_options=agent_options,
             benchmark_options=benchmark_options,
             out=tmp_path / "runs",
-            # seed replicates of the finalists only where a test asks for them
-            **{"iterations": len(script) + 4, "min_iterations": 100, "finalists": 0, **overrides},
+            # seed replicates (the finalists', the noise measurement's) only where a test asks
+            **{
+                "iterations": len(script) + 4,
+                "min_iterations": 100,
+                "finalists": 0,
+                "noise_seeds": 0,
+                **overrides,
+            },
         )
         return start_run(toy_host, config)
 

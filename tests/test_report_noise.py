@@ -87,6 +87,7 @@ def noisy_run(tmp_path_factory) -> RunFolder:
         out=root / "runs",
         iterations=len(NOISY) + 2,
         min_iterations=100,
+        noise_seeds=0,  # the training-seed noise has its own tests (test_seed_noise.py)
     )
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("RLAB_CACHE_HOME", str(root / "rlab-cache"))

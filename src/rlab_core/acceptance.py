@@ -4,7 +4,9 @@ When a node is scored on validation, :class:`NoiseJudge` asks the task for its m
 bootstrap resamples (:meth:`~rlab_core.interfaces.PreparedTask.resampling`), draws the
 run's resamples — the same for every node, so differences are paired — and keeps the
 replicate scores in the node's harness-owned folder (``nodes/<id>/val_resamples.npz``).
-The score gets its standard error.
+The score gets its standard error. The run's training-seed noise, once measured
+(:mod:`rlab_core.replicates`), widens every paired comparison: the rows' bootstrap cannot
+see how much a score moves when the same program trains with another seed.
 
 When the node finishes, it gets its :class:`~rlab_core.records.Gain` over its parent and,
 where the run's best is another node, over that best; under ``acceptance: significant``
@@ -16,6 +18,7 @@ resampling falls back to ``any`` and the run says so once.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -70,6 +73,9 @@ class NoiseJudge:
         self.confidence = confidence
         self.resamples = resamples
         self.draw_seed = DRAW_SEED_BASE + seed
+        #: One score's spread over training seeds (:mod:`rlab_core.replicates`), 0 until
+        #: measured; every paired verdict counts it.
+        self.seed_sd = 0.0
         self._cache: dict[Path, Any] = {}
         self._lock = threading.Lock()
 
@@ -146,6 +152,7 @@ class NoiseJudge:
             theirs[0],
             higher_is_better=higher,
             level=self.confidence,
+            extra_sd=math.sqrt(2.0) * self.seed_sd,
         )
         if paired is None:
             return unmeasured
@@ -156,6 +163,7 @@ class NoiseJudge:
             high=paired.high,
             level=self.confidence,
             verdict=paired.verdict,
+            seed_sd=self.seed_sd or None,
         )
 
     def judge(self, node: Node, tree: Tree, nodes_dir: Path) -> None:

@@ -75,6 +75,12 @@ class RunConfig(BaseModel):
     finalist_seeds: int = Field(
         default=2, ge=0, description="Other RLAB_SEED values each finalist runs with."
     )
+    noise_seeds: int = Field(
+        default=2,
+        ge=0,
+        description="Other RLAB_SEED values the best seed runs with first; the spread of its "
+        "scores (training-seed noise) is counted in every verdict (0: not measured).",
+    )
     debug_tries: int = Field(default=1, ge=0, description="Repair attempts for a failed node.")
     seed: int = Field(default=0, description="Seed for the strategy, agent and candidates.")
     seed_candidate: Path | None = Field(default=None, description="Start from this program folder.")

@@ -127,6 +127,21 @@ class ReplicateScored(Event):
     wall_s: float = 0.0
 
 
+class SeedNoiseMeasured(Event):
+    """The run's training-seed noise: the best seed's scores under other ``RLAB_SEED`` values.
+
+    ``sd`` (the standard deviation of ``scores``) is counted in every paired verdict of the
+    run; ``None`` when fewer than two seeds scored.
+    """
+
+    TYPE: ClassVar[str] = "seed_noise_measured"
+
+    node_id: str
+    scores: dict[str, float]
+    failures: dict[str, str] = {}
+    sd: float | None = None
+
+
 class FinalistsChosen(Event):
     """The node chosen by mean validation over seed replicates, the rule in words, the table."""
 

@@ -130,6 +130,7 @@ def finalize(
         "val_standard_error": best.score.standard_error,
         "val_resample_unit": best.score.resample_unit,
         "finalists": (state.finalists or {}).get("finalists"),
+        "seed_noise_sd": (state.seed_noise or {}).get("sd"),
         "test_metrics": test_metrics,
         "test_primary": test_primary,
         **test_noise,

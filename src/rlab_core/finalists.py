@@ -11,26 +11,14 @@ choice are journaled (:class:`~rlab_core.events.ReplicateScored`,
 
 from __future__ import annotations
 
-import shutil
 import statistics
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from rlab_core.events import FinalistsChosen, ReplicateScored
-from rlab_core.journal import RunState
-from rlab_core.recorder import Recorder
-from rlab_core.records import Node, Timing
+from rlab_core.events import FinalistsChosen
+from rlab_core.records import Node
+from rlab_core.replicates import Replicator, seeds_after
 from rlab_core.tree import Tree
-
-if TYPE_CHECKING:
-    from rlab_core.evaluation import CandidateEvaluator
-    from rlab_core.run_folder import RunFolder
-
-
-class ReplicateInterrupted(Exception):
-    """A replicate was cancelled because the run is stopping."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +34,7 @@ class FinalistSettings:
 
     @property
     def extra_seeds(self) -> list[int]:
-        return [self.base_seed + k for k in range(1, self.seeds + 1)]
+        return seeds_after(self.base_seed, self.seeds)
 
 
 def finalist_pool(tree: Tree, acceptance: str) -> list[Node]:
@@ -88,24 +76,10 @@ def single_rule(settings: FinalistSettings) -> str:
 class FinalistRound:
     """Runs the missing replicates of the finalists and journals the choice."""
 
-    def __init__(
-        self,
-        *,
-        settings: FinalistSettings,
-        run: RunFolder,
-        tree: Tree,
-        state: RunState,
-        evaluator: CandidateEvaluator,
-        recorder: Recorder,
-        time_left: Callable[[], float | None] = lambda: None,
-    ) -> None:
+    def __init__(self, *, settings: FinalistSettings, tree: Tree, replicator: Replicator) -> None:
         self.settings = settings
-        self.run = run
         self.tree = tree
-        self.state = state
-        self.evaluator = evaluator
-        self.recorder = recorder
-        self.time_left = time_left
+        self.replicator = replicator
 
     def choose(self) -> Node | None:
         """Replicate the finalists, record and return the chosen node (``None``: nothing to do)."""
@@ -113,15 +87,7 @@ class FinalistRound:
         finalists = finalist_pool(self.tree, settings.acceptance)[: settings.count]
         if not finalists or not settings.seeds:
             return None
-        todo = [
-            (node, seed)
-            for node in finalists
-            for seed in settings.extra_seeds
-            if seed not in self.state.replicates.get(node.id, {})
-        ]
-        with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
-            for future in [pool.submit(self._replicate, node, seed) for node, seed in todo]:
-                future.result()
+        self.replicator.ensure(finalists, settings.extra_seeds, settings.workers)
         rows = [self._row(node) for node in finalists]
         # nodes whose program never failed under another seed first, then by mean
         sign = -1.0 if self.tree.higher_is_better else 1.0
@@ -131,20 +97,13 @@ class FinalistRound:
         if any(len(r["scores"]) + len(r["failures"]) < 1 + settings.seeds for r in rows):
             rule += " (some replicates did not run: the time budget was spent)"
         chosen = ranked[0]["node"]
-        self.recorder.record(FinalistsChosen(node_id=chosen, rule=rule, finalists=rows))
+        self.replicator.recorder.record(FinalistsChosen(node_id=chosen, rule=rule, finalists=rows))
         self.tree.choose(chosen, rule)
         return self.tree.get(chosen)
 
     def _row(self, node: Node) -> dict[str, Any]:
-        scores: dict[str, float] = {str(self.settings.base_seed): node.score.primary}  # type: ignore[union-attr]
-        failures: dict[str, str] = {}
-        for seed, event in sorted(self.state.replicates.get(node.id, {}).items()):
-            if seed not in self.settings.extra_seeds:
-                continue
-            if event.get("primary") is None:
-                failures[str(seed)] = str(event.get("failure") or "failed")
-            else:
-                scores[str(seed)] = float(event["primary"])
+        replicated, failures = self.replicator.outcomes(node, self.settings.extra_seeds)
+        scores = {str(self.settings.base_seed): node.score.primary, **replicated}  # type: ignore[union-attr]
         values = list(scores.values())
         return {
             "node": node.id,
@@ -153,37 +112,3 @@ class FinalistRound:
             "mean": statistics.fmean(values),
             "spread": statistics.stdev(values) if len(values) > 1 else 0.0,
         }
-
-    def _replicate(self, node: Node, seed: int) -> None:
-        left = self.time_left()
-        if left is not None and left <= 0:
-            return  # the time budget is spent: the choice says some did not run
-        name = f"{node.id}-seed{seed}"
-        home = self.run.root / "replicates" / name
-        shutil.rmtree(home, ignore_errors=True)
-        home.mkdir(parents=True)
-        timing = Timing()
-        execution, score, failure = self.evaluator.evaluate(
-            name,
-            self.run.node_src(node.id),
-            timing,
-            stage=node.stage,
-            top_nodes=node.top_nodes,
-            seed=seed,
-            home=home,
-        )
-        if execution is not None and execution.killed_by == "cancelled":
-            raise ReplicateInterrupted(f"{name} was stopped by the interrupt")
-        # only the score matters: the predictions of another seed are not kept
-        shutil.rmtree(home / "outputs", ignore_errors=True)
-        shutil.rmtree(home / "private", ignore_errors=True)
-        event = ReplicateScored(
-            node_id=node.id,
-            seed=seed,
-            primary=score.primary if score is not None else None,
-            failure=None if failure is None else f"[{failure.stage}] {failure.message}"[:500],
-            wall_s=round(timing.candidate_s, 3),
-        )
-        line = self.recorder.record(event)
-        with self.recorder.lock:
-            self.state.replicates.setdefault(node.id, {})[seed] = line

@@ -38,6 +38,7 @@ from rlab_core.events import (
     RunResumed,
     RunStarted,
     RunStopped,
+    SeedNoiseMeasured,
 )
 from rlab_core.records import Node
 from rlab_core.tree import Tree
@@ -134,6 +135,8 @@ class RunState:
     exhausted: set[str] = field(default_factory=set)
     #: Finalists' seed replicates: node id -> seed -> the event's fields.
     replicates: dict[str, dict[int, dict[str, Any]]] = field(default_factory=dict)
+    #: The run's training-seed noise (the ``seed_noise_measured`` event's fields), once measured.
+    seed_noise: dict[str, Any] | None = None
     #: The last finalists' choice (its event's fields), while still current.
     finalists: dict[str, Any] | None = None
     torn_tail: bool = False
@@ -242,6 +245,8 @@ def _fold(path: Path) -> RunState:
             state.exhausted.add(event["node_id"])
         elif kind == ReplicateScored.TYPE:
             state.replicates.setdefault(event["node_id"], {})[int(event["seed"])] = event
+        elif kind == SeedNoiseMeasured.TYPE:
+            state.seed_noise = event
         elif kind == FinalistsChosen.TYPE:
             state.finalists = event
             state.tree.choose(event["node_id"], event.get("rule", ""))

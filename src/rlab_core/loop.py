@@ -9,9 +9,9 @@ The loop's rooms: :mod:`rlab_core.scheduling` (jobs, workers, what each decision
 :mod:`rlab_core.agent_calls` (contexts, proposals, repairs), :mod:`rlab_core.node_builder`
 (one node from proposal to record, with :func:`rlab_core.child.build_child`) and
 :mod:`rlab_core.recorder` (events), :mod:`rlab_core.stopping`, :mod:`rlab_core.acceptance`
-(each node's noise and verdict) and :mod:`rlab_core.finalists` (seed replicates). The journal, the
-tree and node ids are shared state behind one lock; candidates, the heavy part, run
-outside it.
+(each node's noise and verdict), :mod:`rlab_core.replicates` and :mod:`rlab_core.finalists`
+(seed replicates). The journal, the tree and node ids are shared state behind one lock;
+candidates, the heavy part, run outside it.
 """
 
 from __future__ import annotations
@@ -26,13 +26,14 @@ from rlab_core.agent_calls import AgentCalls
 from rlab_core.agent_context import AgentContext, BudgetProgress
 from rlab_core.budget import budget_stop_reason, progress_of
 from rlab_core.events import RunStopped
-from rlab_core.finalists import FinalistRound, ReplicateInterrupted, reserve_s
+from rlab_core.finalists import FinalistRound, reserve_s
 from rlab_core.interfaces import Agent, PreparedTask, Sandbox, Step, Strategy, StrategyState
 from rlab_core.journal import RunState
-from rlab_core.loop_settings import LoopSettings
+from rlab_core.loop_settings import LoopSettings, seed_sources
 from rlab_core.node_builder import NodeBuilder
 from rlab_core.recorder import EventSink, Recorder
 from rlab_core.records import Node, NodeKind, NodeStatus, Proposal
+from rlab_core.replicates import Replicator, measure_seed_noise
 from rlab_core.scheduling import Job, Scheduler
 from rlab_core.stopping import NOTHING_LEFT, failing_agent_reason, stop_reason_of_error
 from rlab_core.tree import Tree
@@ -93,9 +94,17 @@ class ResearchLoop:
             seed=settings.seed,
             debug_tries=settings.debug_tries,
         )
+        self.replicator = Replicator(
+            run=run, state=state, evaluator=evaluator, recorder=recorder, time_left=self.time_left
+        )
 
     def elapsed_s(self) -> float:
         return self.state.elapsed_s + (time.time() - self.session_start)
+
+    def time_left(self) -> float | None:
+        """Seconds left of the time budget (``None``: no time budget)."""
+        budget = self.settings.budgets.time_budget_s
+        return None if budget is None else budget - self.elapsed_s()
 
     def progress(self) -> BudgetProgress:
         """Budget use so far; a running job holds one iteration until its first node is in."""
@@ -116,7 +125,10 @@ class ResearchLoop:
         try:
             reason = self._search()
             self.scheduler.wait_for_open_jobs()
-            self._choose_finalists()
+            # the best few nodes run with other seeds; the best mean is chosen (if asked)
+            FinalistRound(
+                settings=self.settings.finalists, tree=self.tree, replicator=self.replicator
+            ).choose()
         except BaseException as exc:
             self._abort()
             try:
@@ -134,22 +146,6 @@ class ResearchLoop:
         best = self.tree.selected()
         self.recorder.record(RunStopped(reason=reason, best=best.id if best else None))
 
-    def _choose_finalists(self) -> None:
-        """Re-run the best few nodes with other seeds and choose by the mean (if asked)."""
-        budget = self.settings.budgets.time_budget_s
-        try:
-            FinalistRound(
-                settings=self.settings.finalists,
-                run=self.run,
-                tree=self.tree,
-                state=self.state,
-                evaluator=self.evaluator,
-                recorder=self.recorder,
-                time_left=lambda: None if budget is None else budget - self.elapsed_s(),
-            ).choose()
-        except ReplicateInterrupted as exc:
-            raise KeyboardInterrupt(str(exc)) from None
-
     def _abort(self) -> None:
         """Stop running candidates (Ctrl-C, a fatal error): their nodes stay unfinished."""
         if self.scheduler.open_jobs():
@@ -158,6 +154,15 @@ class ResearchLoop:
 
     def _search(self) -> str:
         self._evaluate_seeds()
+        settings = self.settings  # the best seed's spread over seeds joins every verdict
+        measure_seed_noise(
+            self.replicator,
+            self.tree,
+            self.evaluator.judge,
+            base_seed=settings.seed,
+            count=settings.noise_seeds,
+            workers=settings.workers,
+        )
         scheduler = self.scheduler
         while True:
             scheduler.raise_worker_errors()
@@ -272,7 +277,7 @@ class ResearchLoop:
 
     def _evaluate_seeds(self) -> None:
         done = {n.move_id for n in self.tree.seeds()}
-        for name, path, description in self._seed_sources():
+        for name, path, description in seed_sources(self.settings, self.task):
             if name in done:
                 continue
             proposal = Proposal(
@@ -292,9 +297,3 @@ class ResearchLoop:
             self.scheduler.submit(job, work)
         self.scheduler.wait_for_open_jobs()
         self.scheduler.reveal_all()
-
-    def _seed_sources(self) -> list[tuple[str, Path, str]]:
-        if self.settings.seed_candidate is not None:
-            path = Path(self.settings.seed_candidate)
-            return [(path.name or "user-seed", path, "the user's own program")]
-        return [(s.name, s.path, s.description) for s in self.task.seed_candidates()]

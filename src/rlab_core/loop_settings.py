@@ -13,7 +13,7 @@ from typing import Literal
 
 from rlab_core.budget import Budgets
 from rlab_core.finalists import FinalistSettings
-from rlab_core.interfaces import StopRules
+from rlab_core.interfaces import PreparedTask, StopRules
 
 #: ``reproducible``: decisions see results in dispatch order; ``as-completed``: at once.
 ParallelOrder = Literal["reproducible", "as-completed"]
@@ -37,3 +37,14 @@ class LoopSettings:
     #: Seed replicates of the best few nodes before the run ends (none by default here;
     #: the run's configuration asks for them).
     finalists: FinalistSettings = field(default_factory=FinalistSettings)
+    #: Other seeds the best seed runs with after the seeds, to measure training-seed noise
+    #: (0: not measured; the paired verdicts then see only the validation rows' noise).
+    noise_seeds: int = 0
+
+
+def seed_sources(settings: LoopSettings, task: PreparedTask) -> list[tuple[str, Path, str]]:
+    """The programs a search starts from: the user's own, else the task's seed candidates."""
+    if settings.seed_candidate is not None:
+        path = Path(settings.seed_candidate)
+        return [(path.name or "user-seed", path, "the user's own program")]
+    return [(s.name, s.path, s.description) for s in task.seed_candidates()]

@@ -172,7 +172,9 @@ class Gain(Record):
 
     ``delta`` is the point gain, positive meaning better whatever the metric's direction;
     ``low`` and ``high`` are the one-sided bounds at ``level`` from the paired bootstrap
-    over the same validation units (``None`` when the benchmark offers no resampling).
+    over the same validation units (``None`` when the benchmark offers no resampling),
+    widened by the run's training-seed noise (``seed_sd``) where it was measured: each of the
+    two scores carries one training seed's luck, so the difference gets ``√2 · seed_sd``.
     """
 
     against: str = Field(description="The node compared with.")
@@ -181,6 +183,10 @@ class Gain(Record):
     high: float | None = None
     level: float = 0.9
     verdict: Literal["better", "within noise", "worse", "unmeasured"] = "unmeasured"
+    seed_sd: float | None = Field(
+        default=None,
+        description="The training-seed noise (SD of one score) counted in the bounds, if any.",
+    )
 
     @property
     def significant(self) -> bool:

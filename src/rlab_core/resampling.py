@@ -157,6 +157,10 @@ class PairedDifference:
         return "within noise"
 
 
+#: The generator's seed for :func:`paired_difference`'s added noise.
+EXTRA_NOISE_SEED = 7_919
+
+
 def paired_difference(
     a_point: float,
     b_point: float,
@@ -165,11 +169,15 @@ def paired_difference(
     *,
     higher_is_better: bool,
     level: float,
+    extra_sd: float = 0.0,
 ) -> PairedDifference | None:
     """The paired bootstrap of ``a - b`` (sign turned so that positive is better).
 
     Both replicate vectors must come from the same draws (:func:`replicate_scores` with the
     same units, resamples and seed). ``None`` when too few resamples are defined for both.
+    ``extra_sd`` is noise the rows' bootstrap cannot see (training seeds): each bootstrap
+    difference gets an independent normal draw of that spread (a fixed generator, so the
+    same comparison always gives the same bounds) before the percentiles are read.
     """
     if a_replicates.shape != b_replicates.shape:
         return None
@@ -178,6 +186,8 @@ def paired_difference(
     deltas = deltas[np.isfinite(deltas)]
     if len(deltas) < 10:
         return None
+    if extra_sd > 0:
+        deltas = deltas + np.random.default_rng(EXTRA_NOISE_SEED).normal(0.0, extra_sd, len(deltas))
     low, high = np.quantile(deltas, [1.0 - level, level])
     delta = sign * (a_point - b_point)
     return PairedDifference(

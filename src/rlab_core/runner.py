@@ -126,6 +126,7 @@ def acceptance_record(config: RunConfig, task: PreparedTask) -> dict[str, Any]:
         "requested": config.acceptance,
         "confidence": config.confidence,
         "resamples": config.resamples,
+        "noise_seeds": config.noise_seeds,
     }
     if judge.acceptance != judge.requested:
         record["note"] = fallback_note(task)
@@ -241,6 +242,7 @@ def _loop(
             acceptance=judge.acceptance,
             confidence=config.confidence,
         ),
+        noise_seeds=config.noise_seeds,
     )
     return ResearchLoop(
         settings=settings,

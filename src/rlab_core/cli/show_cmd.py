@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from rlab_core.cli.common import RunPath, RunsFolder, console, user_errors
 from rlab_core.report.data import in_flight_nodes
-from rlab_core.report.numbers import acceptance_line
+from rlab_core.report.numbers import acceptance_line, seed_noise_text
 from rlab_core.report.terminal import (
     finalists_table,
     node_table,
@@ -69,6 +69,8 @@ def show(
     rule = acceptance_line(info.get("acceptance"), unit)
     if rule:
         console.print(escape(rule))
+    if state.seed_noise:
+        console.print(escape(seed_noise_text(state.seed_noise) or ""))
     if tree:
         running = {n["id"]: (n["parent_id"], n["hypothesis"]) for n in in_flight_nodes(run, state)}
         metric = info.get("primary_metric", "score")

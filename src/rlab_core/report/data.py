@@ -30,6 +30,7 @@ from rlab_core.report.numbers import (
     gain_text,
     level_text,
     mean_spread_text,
+    seed_noise_text,
     seed_order,
     sig_decimals,
 )
@@ -100,7 +101,7 @@ def collect_report_data(run: RunFolder) -> dict[str, Any]:
         #: the node `rlab final` scores: the finalists' choice, else the last node accepted
         "best": best.id if best else None,
         "accepted_best": accepted_best.id if accepted_best else None,
-        "acceptance": _acceptance(info, tree),
+        "acceptance": _acceptance(info, tree, state.seed_noise),
         "finalists": _finalists(state),
         "metrics": _metric_names(tree, metric),
         "outcome_labels": {str(k): v for k, v in OUTCOME_LABEL.items()},
@@ -205,7 +206,9 @@ def _gain_data(gain: Gain | None) -> dict[str, Any] | None:
     return {**gain.model_dump(), "text": gain_text(gain), "detail": gain_detail(gain)}
 
 
-def _acceptance(info: dict[str, Any], tree: Tree) -> dict[str, Any] | None:
+def _acceptance(
+    info: dict[str, Any], tree: Tree, seed_noise: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
     """``run.json``'s acceptance rule, and the sentence that says it (``None`` before it)."""
     acceptance = info.get("acceptance")
     if not isinstance(acceptance, dict):
@@ -214,7 +217,11 @@ def _acceptance(info: dict[str, Any], tree: Tree) -> dict[str, Any] | None:
         (n.score.resample_unit for n in tree.evaluated() if n.score and n.score.resample_unit),
         None,
     )
-    return {**acceptance, "unit": unit, "text": acceptance_line(acceptance, unit)}
+    text = acceptance_line(acceptance, unit)
+    noise = seed_noise_text(seed_noise)
+    if noise:
+        text = f"{text}; {noise}" if text else noise
+    return {**acceptance, "unit": unit, "text": text, "seed_noise": seed_noise}
 
 
 def _finalists(state: RunState) -> dict[str, Any] | None:

@@ -54,7 +54,7 @@ class LiveProgress(ProgressPrinter):
         self.tokens = 0
         self.cost = 0.0
         self.metric = "score"
-        #: the finalists' seed replicates are running (no node is)
+        #: seed replicates are running (the training-noise measurement's or the finalists')
         self.replicating = False
         #: nodes being evaluated now, by id (several with --workers)
         self.running: dict[str, dict[str, Any]] = {}
@@ -115,7 +115,7 @@ class LiveProgress(ProgressPrinter):
             self.cost += float(usage.get("cost_usd", 0.0))
         elif kind == "replicate_scored":
             self.replicating = True
-        elif kind == "finalists_chosen":
+        elif kind in ("finalists_chosen", "seed_noise_measured"):
             self.replicating = False
         super().__call__(event)  # the plain lines; on a terminal Live prints them above the footer
         if kind == "run_stopped":
@@ -161,7 +161,7 @@ class LiveProgress(ProgressPrinter):
                 )
             )
         if not lines and self.replicating:
-            lines.append(Text("running the finalists' seed replicates…", style="dim"))
+            lines.append(Text("running seed replicates…", style="dim"))
         if not lines:
             lines.append(Text("waiting for the agent's next hypothesis…", style="dim"))
         top = Table.grid(padding=(0, 1))

@@ -208,3 +208,21 @@ def acceptance_line(acceptance: Mapping[str, Any] | None, unit: str | None = Non
     if acceptance.get("note"):
         text += f"; note: {acceptance['note']}"
     return text
+
+
+def seed_noise_text(event: Mapping[str, Any] | None) -> str | None:
+    """The run's training-seed noise (a ``seed_noise_measured`` event) in words."""
+    if not event:
+        return None
+    scores = event.get("scores") or {}
+    seeds = ", ".join(f"{seed}: {format_number(value)}" for seed, value in scores.items())
+    sd = event.get("sd")
+    if sd is None:
+        return (
+            f"training-seed noise not measured: {event.get('node_id')} scored under "
+            f"{len(scores)} seed(s) only ({seeds}); verdicts count the rows' noise only"
+        )
+    return (
+        f"training-seed noise: {event.get('node_id')} over seeds {seeds}: "
+        f"SD {format_number(sd)}, counted in every verdict"
+    )

@@ -24,6 +24,7 @@ from rlab_core.report.numbers import (
     gain_verdict,
     level_text,
     mean_spread_text,
+    seed_noise_text,
     seed_order,
 )
 from rlab_core.report.status import OUTCOME_LABEL, OUTCOME_STYLE, Outcome, classify, winner_path
@@ -118,6 +119,8 @@ class ProgressPrinter:
             )
         elif kind == "replicate_scored":
             self._replicate(event)
+        elif kind == "seed_noise_measured":
+            self.console.print(f"  [cyan]{escape(seed_noise_text(event) or '')}[/]")
         elif kind == "finalists_chosen":
             self.console.print(
                 finalists_table(event, higher_is_better=self.higher, metric=self.metric)
