@@ -97,7 +97,7 @@ def _against(node: Node) -> str | None:
 
 
 def study(
-    host: PluginHost, task_name: str, rule: str, iterations: int, root: Path, seed: int = 0
+    host: PluginHost, task_name: str, rule: str, iterations: int, root: Path, run_seed: int = 0
 ) -> dict:
     """One run under ``rule`` and what its accepted nodes and its choice did on test."""
     config = RunConfig(
@@ -105,7 +105,7 @@ def study(
         agent="playbook",
         acceptance=rule,
         iterations=iterations,
-        seed=seed,
+        seed=run_seed,
         out=root / "runs",
     )
     start = time.perf_counter()
@@ -135,7 +135,7 @@ def study(
     return {
         "task": task_name,
         "rule": rule,
-        "run_seed": seed,
+        "run_seed": run_seed,
         "iterations": tree.iterations_used(),
         "evaluated": len(tree.evaluated()),
         "accepted": len(accepted),
