@@ -233,7 +233,8 @@ def test_show_prints_errors_verdicts_and_the_finalists_at_80_columns(
 def test_show_tree_marks_a_gain_within_noise_as_not_kept(run_copy: RunFolder, tmp_path: Path):
     out = _rlab(["show", str(run_copy.root), "--tree"], tmp_path, 80).stdout
     lines = {m.group(1): line for line in out.splitlines() if (m := re.search(r"(n000\d)", line))}
-    assert "evaluated, not kept" in lines["n0002"] and "± 0.1" in lines["n0002"]
+    assert "evaluated" in lines["n0002"] and "improved" not in lines["n0002"]
+    assert "± 0.1" in lines["n0002"]
     assert "improved, kept" in lines["n0004"] and "★" in lines["n0004"]
     assert all(len(line) <= 80 for line in out.splitlines() if "n000" in line)
     outcomes = classify(replay(run_copy.journal_path).tree)

@@ -11,9 +11,11 @@ build never leaves a folder that looks finished.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import stat
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 MARKER = "marker.json"
+log = logging.getLogger(__name__)
 
 
 def cache_home() -> Path:
@@ -47,8 +50,14 @@ def read_marker(folder: Path) -> dict[str, Any] | None:
     try:
         marker = json.loads((Path(folder) / MARKER).read_text())
     except (OSError, ValueError):
+        marker = None
+    if not isinstance(marker, dict):
+        log.debug("prepared data: no finished folder at %s (cache miss)", folder)
         return None
-    return marker if isinstance(marker, dict) else None
+    # the benchmark compares the marker with what it would build: a mismatch rebuilds
+    shown = json.dumps(marker, default=str)
+    log.debug("prepared data: finished folder at %s, marker %.200s", folder, shown)
+    return marker
 
 
 @dataclass
@@ -82,6 +91,8 @@ def build_prepared(target: Path, *, read_only_folders: bool = False) -> Iterator
     """
     target = Path(target)
     staging = target.with_name(target.name + ".partial")
+    started = time.perf_counter()
+    log.debug("prepared data: building %s (staging in %s)", target, staging)
     remove_tree(staging)
     build = PreparedBuild(staging, read_only_folders=read_only_folders)
     build.public.mkdir(parents=True)
@@ -105,3 +116,4 @@ def build_prepared(target: Path, *, read_only_folders: bool = False) -> Iterator
         raise
     remove_tree(target)
     staging.replace(target)
+    log.debug("prepared data: built %s in %.2f s", target, time.perf_counter() - started)

@@ -8,19 +8,30 @@ files in ``~/.config/rlab/modes/`` or ``$RLAB_MODES_DIR``.
 
 from __future__ import annotations
 
+import math
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from rlab_core.errors import ConfigError, UnknownNameError
 from rlab_core.plugins import PluginHost, validate_model
 
 PLUGIN_SECTIONS = ("agent_options", "strategy_options", "sandbox_options", "benchmark_options")
-#: Marks a user mode whose file could not be read (its values hold the reason).
-_BROKEN = "__broken__"
+#: What a number option must be, where inf or nan would otherwise get pydantic's bare words.
+_FINITE = {
+    "time_budget_s": "a finite number of seconds greater than 0",
+    "timeout_s": "a finite number of seconds greater than 0",
+    "max_cost": "a finite amount in USD greater than 0",
+    "max_output_mb": "a finite number of MiB greater than 0",
+    "outputs_mb": "a finite number of MiB greater than 0",
+    "target_val": "a finite number",
+    "epsilon": "a finite number, 0 or more",
+}
 
 
 class RunConfig(BaseModel):
@@ -111,6 +122,21 @@ class RunConfig(BaseModel):
     sandbox_options: dict[str, Any] = Field(default_factory=dict)
     benchmark_options: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator(*_FINITE, mode="before")
+    @classmethod
+    def _finite(cls, value: Any, info: ValidationInfo) -> Any:
+        # `--time-budget inf` is no budget and nan no number: say what the option takes
+        if isinstance(value, bool) or value is None:
+            return value
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            return value  # not a number at all: pydantic's own message says so
+        what = _FINITE[str(info.field_name)]
+        if not math.isfinite(number) or ("greater than 0" in what and number <= 0):
+            raise PydanticCustomError("finite_number", "Input should be {what}", {"what": what})
+        return value
+
     @field_validator("out", "seed_candidate", mode="after")
     @classmethod
     def _expand_home(cls, value: Path | None) -> Path | None:
@@ -118,25 +144,36 @@ class RunConfig(BaseModel):
         return None if value is None else value.expanduser()
 
 
+class _DuplicateKey(yaml.YAMLError):
+    """A mapping in a YAML file gives one key twice."""
+
+    def __init__(self, key: Any, first_line: int, second_line: int) -> None:
+        super().__init__(f"the key {key!r} is given twice")
+        self.key, self.lines = key, (first_line, second_line)
+
+
 class _StrictLoader(yaml.SafeLoader):
     """YAML's safe loader, refusing a key given twice (plain YAML keeps the last silently)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
+        seen: dict[Any, int] = {}
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"the key {key!r} is given twice", key_node.start_mark
-                )
-            seen.add(key)
+            line = key_node.start_mark.line + 1
+            try:
+                if key in seen:
+                    raise _DuplicateKey(key, seen[key], line)
+            except TypeError:
+                continue  # an unhashable key: the safe loader says so itself
+            seen[key] = line
         return super().construct_mapping(node, deep=deep)
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
     """Read a YAML config file into a mapping; errors name the file and the way out."""
+    path = Path(path).expanduser()
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(
             f"Config file {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8."
@@ -147,6 +184,12 @@ def read_config_file(path: Path) -> dict[str, Any]:
         ) from None
     try:
         data = yaml.load(text, Loader=_StrictLoader) or {}
+    except _DuplicateKey as exc:
+        first, second = exc.lines
+        raise ConfigError(
+            f"Config file {path} is not valid YAML at line {second} (the key {exc.key!r} is "
+            f"given twice); keep one of lines {first} and {second}."
+        ) from None
     except yaml.YAMLError as exc:
         where = (
             f" at line {exc.problem_mark.line + 1}" if getattr(exc, "problem_mark", None) else ""
@@ -163,30 +206,51 @@ def read_config_file(path: Path) -> dict[str, Any]:
 
 
 def user_mode_dirs() -> list[Path]:
-    """Folders searched for user-defined modes (``NAME.yaml``)."""
+    """Folders searched for user-defined modes (``NAME.yaml``), the first one winning."""
     dirs = []
     if os.environ.get("RLAB_MODES_DIR"):
-        dirs.append(Path(os.environ["RLAB_MODES_DIR"]))
-    dirs.append(Path(os.environ.get("XDG_CONFIG_HOME", Path.home() / ".config")) / "rlab" / "modes")
+        dirs.append(Path(os.environ["RLAB_MODES_DIR"]).expanduser())
+    config_home = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    dirs.append(Path(config_home).expanduser() / "rlab" / "modes")
     return dirs
 
 
-def available_modes(host: PluginHost) -> dict[str, tuple[str, dict[str, Any]]]:
-    """Every mode by name: (summary, values). User files override plugin modes of the same name."""
+@dataclass(frozen=True)
+class Mode:
+    """One named preset: its values, where it comes from, and why it is broken (if it is)."""
+
+    name: str
+    summary: str
+    values: dict[str, Any] = field(default_factory=dict)
+    #: ``plugin NAME`` or the user file it was read from.
+    source: str = ""
+    #: Why the mode cannot be used (a user file that could not be read), else None.
+    problem: str | None = None
+
+
+def available_modes(host: PluginHost) -> dict[str, Mode]:
+    """Every mode by name. User files override plugin modes of the same name.
+
+    A user file that cannot be read makes a broken mode (its ``problem`` says why) instead of
+    an error: one bad file must not stop every other mode, built-in ones included.
+    """
     modes = {
-        name: (reg.info.summary, dict(reg.info.values))
+        name: Mode(name, reg.info.summary, dict(reg.info.values), f"plugin {reg.owner.name}")
         for name, reg in host.available("modes").items()
     }
     for folder in reversed(user_mode_dirs()):
-        if folder.is_dir():
-            for file in sorted(folder.glob("*.y*ml")):
-                try:
-                    values = read_config_file(file)
-                except ConfigError as exc:
-                    # one broken file spoils only its own mode: using it says why
-                    modes[file.stem] = (f"BROKEN: {exc}", {_BROKEN: str(exc)})
-                    continue
-                modes[file.stem] = (str(values.pop("summary", f"user mode from {file}")), values)
+        try:
+            files = sorted(folder.glob("*.y*ml")) if folder.is_dir() else []
+        except OSError:
+            continue  # an unreadable modes folder holds no mode we could use
+        for file in files:
+            try:
+                values = read_config_file(file)
+            except ConfigError as exc:
+                modes[file.stem] = Mode(file.stem, "", source=str(file), problem=str(exc))
+                continue
+            summary = str(values.pop("summary", f"user mode from {file}"))
+            modes[file.stem] = Mode(file.stem, summary, values, str(file))
     return modes
 
 
@@ -195,10 +259,10 @@ def resolve_mode(host: PluginHost, name: str) -> dict[str, Any]:
     modes = available_modes(host)
     for key in (name, name.upper(), name.lower()):
         if key in modes:
-            values = modes[key][1]
-            if _BROKEN in values:
-                raise ConfigError(f"Mode '{key}' cannot be used: {values[_BROKEN]}")
-            return values
+            mode = modes[key]
+            if mode.problem is not None:
+                raise ConfigError(f"Mode '{key}' cannot be used: {mode.problem}")
+            return dict(mode.values)
     raise UnknownNameError(
         f"Unknown mode '{name}'; available: {', '.join(sorted(modes)) or 'none'}."
     )

@@ -12,9 +12,11 @@ import difflib
 import fnmatch
 import os
 import shutil
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
+from rlab_core.blobs import LINK_FALLBACK_ERRNOS
 from rlab_core.errors import EditError
 from rlab_core.records import Edit
 
@@ -43,16 +45,63 @@ def read_source(folder: Path) -> SourceFiles:
 
 
 def copy_source(src: Path, dest: Path) -> None:
-    """Copy a candidate folder (binary assets included), skipping caches."""
+    """Copy a candidate folder (binary assets included), skipping caches.
+
+    Every file is a copy of its own: this is the copy a candidate may run in and write.
+    """
     shutil.copytree(src, dest, ignore=shutil.ignore_patterns(*IGNORED_PARTS), dirs_exist_ok=True)
 
 
+def share_source(src: Path, dest: Path) -> None:
+    """Make ``dest`` a candidate folder holding ``src``'s files as hard links, skipping caches.
+
+    For the run's records only (a child's ``src/`` from its parent's, ``best/src``): the two
+    folders then share the storage of every file, so a large asset is kept once however many
+    nodes inherit it. Never for a folder a candidate runs in or can write — a write in place
+    there would change every node's copy; :func:`copy_source` makes that one. Files are
+    copied where no link can be made (another file system, links refused).
+    """
+    shutil.copytree(
+        src,
+        dest,
+        ignore=shutil.ignore_patterns(*IGNORED_PARTS),
+        copy_function=link_or_copy,
+        dirs_exist_ok=True,
+    )
+
+
+def link_or_copy(src: str, dest: str) -> str:
+    """Hard-link the file ``src`` at ``dest`` (replacing it), or copy it where no link can be made."""
+    if not os.path.islink(src):
+        temp = f"{dest}.{uuid.uuid4().hex}.link"
+        try:
+            os.link(src, temp, follow_symlinks=False)
+        except OSError as exc:
+            if exc.errno not in LINK_FALLBACK_ERRNOS:
+                raise
+        else:
+            os.replace(temp, dest)
+            return dest
+    return str(shutil.copy2(src, dest))
+
+
 def write_source(folder: Path, files: Mapping[str, str], changed: Iterable[str]) -> None:
-    """Write the changed files of ``files`` into ``folder``."""
+    """Write the changed files of ``files`` into ``folder``.
+
+    Each file is written beside its target and renamed over it, never written in place: the
+    old file may be a hard link another node's record shares (:func:`share_source`).
+    """
     for rel in changed:
         target = Path(folder) / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(files[rel])
+        temp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+        try:
+            temp.write_text(files[rel])
+            if target.exists():
+                shutil.copymode(target, temp)  # an edited script stays executable
+            os.replace(temp, target)
+        finally:
+            temp.unlink(missing_ok=True)
 
 
 def check_path(rel: str, editable: Sequence[str]) -> str:

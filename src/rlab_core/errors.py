@@ -7,6 +7,9 @@ with no traceback. Every other exception is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import errno
+import re
+
 
 class RlabUserError(Exception):
     """A problem the user can fix; the message names the problem and the way out."""
@@ -32,6 +35,42 @@ class DataUnavailableError(RlabUserError):
 
 class RunFolderError(RlabUserError):
     """The run folder cannot be created, written or read back."""
+
+
+class RunLockedError(RunFolderError):
+    """Another rlab process owns the run folder (a live ``run``, ``resume`` or ``final``)."""
+
+
+#: ``errno`` values that mean the storage under the run folder, not the candidate, failed:
+#: no space left, a read-only file system, a disk quota exceeded.
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EDQUOT})
+_ERRNO_TEXT = re.compile(r"\[Errno (\d+)\]")
+
+
+def storage_errno(error: BaseException) -> int | None:
+    """The storage ``errno`` behind ``error`` (see :data:`STORAGE_ERRNOS`), else ``None``.
+
+    ``shutil.copytree`` gathers the errors of its files into one ``shutil.Error`` whose
+    entries keep only the text, so the number is read back from that text.
+    """
+    if not isinstance(error, OSError):
+        return None
+    if error.errno in STORAGE_ERRNOS:
+        return error.errno
+    if error.errno is None and error.args and isinstance(error.args[0], list):
+        for entry in error.args[0]:
+            found = _ERRNO_TEXT.search(str(entry))
+            if found and int(found.group(1)) in STORAGE_ERRNOS:
+                return int(found.group(1))
+    return None
+
+
+class StorageFullError(RlabUserError):
+    """The run folder's storage failed (no space, read-only, quota) while rlab wrote to it.
+
+    The run's failure, not a candidate's: the search stops, the node being written stays
+    unfinished (so ``rlab resume`` runs that move again) and the message says what filled up.
+    """
 
 
 class EditError(RlabUserError):

@@ -3,7 +3,9 @@
 The loop hands over a node's source folder; this module runs it as the candidate contract
 (docs/user-guide.md, "The candidate contract") says — a fresh working copy, the allow-listed environment, the smoke
 stage first when the task asks for one — and turns what happened into an execution record,
-a validation score or a failure with its cause.
+a validation score or a failure with its cause. A storage error met by the harness's own
+writes (a full disk, a read-only file system, a quota) is no such failure: it is raised as
+:class:`~rlab_core.errors.StorageFullError` and stops the run.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlab_core.config import RunConfig
 from rlab_core.edits import copy_source
-from rlab_core.errors import ContractError
+from rlab_core.errors import ContractError, storage_errno
 from rlab_core.guard import candidate_environment
 from rlab_core.interfaces import PreparedTask, Sandbox
 from rlab_core.outputs import take_outputs
@@ -201,56 +203,92 @@ class CandidateEvaluator:
         test side into ``private/``), folders no candidate can write, and only that copy is
         validated and scored.
         """
-        top = list(top_nodes or [])
         node_dir = home if home is not None else self.run.node_dir(node_id_)
         private_dir = home / "private" if home is not None else self.run.private_node_dir(node_id_)
-        seed_ = self.settings.seed if seed is None else seed
         scratch = self.run.scratch_dir / node_id_
-        candidate_out = scratch / "outputs"
         try:
-            shutil.rmtree(scratch, ignore_errors=True)
-            scratch.mkdir(parents=True)
-            if self.settings.smoke:
-                smoke_out = scratch / "smoke_outputs"
-                smoke_out.mkdir()
-                execution, failure = self._run_stage(
+            # the harness's own writes: a full disk there stops the run, it fails no candidate
+            with self.run.storage_guard(node_dir):
+                execution, score, failure = self._run_and_score(
                     node_id_,
                     src_dir,
                     scratch,
-                    smoke_out,
-                    node_dir / "smoke_log.txt",
-                    "debug",
+                    node_dir,
+                    private_dir,
                     timing,
-                    top,
-                    seed_,
+                    stage=stage,
+                    top=list(top_nodes or []),
+                    seed=self.settings.seed if seed is None else seed,
+                    measure=home is None,
                 )
-                if failure is not None:
-                    failure.stage = FailureStage.SMOKE
-                    return execution, None, failure
-            candidate_out.mkdir()
+        finally:
+            # rmtree never follows a link, so whatever the candidate planted goes with it
+            shutil.rmtree(scratch, ignore_errors=True)
+        if (
+            failure is not None
+            and failure.stage in (FailureStage.RUN, FailureStage.SMOKE)
+            and (execution is None or execution.killed_by not in ("disk", "cancelled"))
+        ):
+            # a full disk shows as a candidate that failed, its log empty: with the
+            # candidate's own files gone, a write of the harness's tells the two apart (a
+            # candidate that filled the disk itself was its own failure)
+            self.run.probe_storage(node_dir)
+        return execution, score, failure
+
+    def _run_and_score(
+        self,
+        node_id_: str,
+        src_dir: Path,
+        scratch: Path,
+        node_dir: Path,
+        private_dir: Path,
+        timing: Timing,
+        *,
+        stage: str,
+        top: list[str],
+        seed: int,
+        measure: bool,
+    ) -> tuple[Execution | None, Score | None, Failure | None]:
+        """The smoke run (if asked), the run, then the outputs' contract and score."""
+        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir(parents=True)
+        if self.settings.smoke:
+            smoke_out = scratch / "smoke_outputs"
+            smoke_out.mkdir()
             execution, failure = self._run_stage(
                 node_id_,
                 src_dir,
                 scratch,
-                candidate_out,
-                node_dir / "log.txt",
-                stage,
+                smoke_out,
+                node_dir / "smoke_log.txt",
+                "debug",
                 timing,
                 top,
-                seed_,
+                seed,
             )
             if failure is not None:
+                failure.stage = FailureStage.SMOKE
                 return execution, None, failure
-            score_start = time.perf_counter()
-            try:
-                return self._score(
-                    execution, candidate_out, node_dir, private_dir, measure=home is None
-                )
-            finally:
-                timing.scoring_s = round(time.perf_counter() - score_start, 4)
+        candidate_out = scratch / "outputs"
+        candidate_out.mkdir()
+        execution, failure = self._run_stage(
+            node_id_,
+            src_dir,
+            scratch,
+            candidate_out,
+            node_dir / "log.txt",
+            stage,
+            timing,
+            top,
+            seed,
+        )
+        if failure is not None:
+            return execution, None, failure
+        score_start = time.perf_counter()
+        try:
+            return self._score(execution, candidate_out, node_dir, private_dir, measure=measure)
         finally:
-            # rmtree never follows a link, so whatever the candidate planted goes with it
-            shutil.rmtree(scratch, ignore_errors=True)
+            timing.scoring_s = round(time.perf_counter() - score_start, 4)
 
     def _score(
         self,
@@ -286,6 +324,9 @@ class CandidateEvaluator:
         except ContractError as exc:
             return contract_failure(str(exc))
         except Exception as exc:  # the outputs broke the scorer: keep the node, say why
+            if storage_errno(exc) is not None:
+                # the harness's copy (or the scorer's own files) met a full disk: the run's
+                raise self.run.storage_error(exc, output_dir) from exc
             failure = Failure(
                 stage=FailureStage.SCORE,
                 message=f"scoring failed: {type(exc).__name__}: {exc}",

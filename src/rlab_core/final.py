@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rlab_core.acceptance import DRAW_SEED_BASE, offers_resampling
+from rlab_core.blobs import BlobStore
 from rlab_core.config import RunConfig
 from rlab_core.edits import read_source
 from rlab_core.errors import ContractError, RlabUserError
@@ -18,8 +19,9 @@ from rlab_core.interfaces import PreparedTask
 from rlab_core.journal import Journal, RunState
 from rlab_core.outputs import take_outputs
 from rlab_core.plugins import PluginHost
-from rlab_core.recorder import Recorder
+from rlab_core.recorder import Recorder, write_atomically
 from rlab_core.run_folder import OpenedRun, RunFolder, open_run
+from rlab_core.run_lock import RunLock
 from rlab_core.runner import prepare_task
 
 
@@ -67,8 +69,15 @@ def finalize(
     """Write ``final_report.json`` for the validation-chosen node; refuse a second time unless forced.
 
     ``run`` is a run read by :func:`~rlab_core.run_folder.open_run` (or its folder, opened here).
+    The run is locked (:mod:`rlab_core.run_lock`) throughout: a live run is refused.
     """
     opened = run if isinstance(run, OpenedRun) else open_run(run.root)
+    with RunLock(opened.folder.root, "final"):
+        # what another process wrote before the lock was ours is read again
+        return _finalize(host, opened.current(), force=force)
+
+
+def _finalize(host: PluginHost, opened: OpenedRun, *, force: bool) -> dict[str, Any]:
     run, state, info, config = opened.folder, opened.state, opened.info, opened.config
     if state.finals and not force:
         first = state.finals[0]
@@ -98,7 +107,13 @@ def finalize(
     with tempfile.TemporaryDirectory(prefix="final-", dir=run.private_dir) as scratch:
         try:
             taken = Path(scratch) / "outputs"
-            take_outputs(test_outputs, taken, max_bytes=int(outputs_mb * 2**20))
+            # the run's stored files have several names by design: taken (copied) all the same
+            take_outputs(
+                test_outputs,
+                taken,
+                max_bytes=int(outputs_mb * 2**20),
+                shared=BlobStore.of_run(run).inodes(),
+            )
             test_score = task.score(taken, "test")
             test_metrics, test_primary = test_score.metrics, test_score.primary
             test_details = test_score.details
@@ -147,9 +162,11 @@ def finalize(
         "forced": bool(state.finals),
         "scored_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
-    Path(run.final_report).write_text(json.dumps(report, indent=2))
+    again = f"run `rlab final {run.root}` again"
+    with run.storage_guard(run.final_report, then=again):
+        write_atomically(run.final_report, json.dumps(report, indent=2))
     # the observers hear of it too: the dashboard shows the test metrics from now on
-    recorder = Recorder(Journal(run.journal_path), run, notify=host.notify)
+    recorder = Recorder(Journal(run.journal_path), run, notify=host.notify, then=again)
     try:
         # no test number enters the journal: agents and strategies read the journal's tree
         recorder.record(

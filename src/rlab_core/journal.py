@@ -1,9 +1,10 @@
 """The run's append-only event log and its replay.
 
-Every event is one JSON line, written with a single ``write`` and flushed (and fsynced)
-before the call returns, so a run killed at any moment — SIGKILL included — leaves every
-completed event on disk and at most one torn last line, which replay tolerates and
-``Journal.open`` trims before appending.
+Every event is one JSON line, written straight to the file and fsynced before the call
+returns, so a run killed at any moment — SIGKILL included — leaves every completed event on
+disk and at most one torn last line, which replay tolerates and ``Journal.open`` trims
+before appending. A write that fails (a full disk) is rolled back to the last whole line
+before the error goes on, so the journal stays readable and later lines stay whole.
 
 The events are the typed records of :mod:`rlab_core.events`, written by
 :class:`rlab_core.recorder.Recorder`. Replay folds them into a :class:`RunState` and
@@ -53,11 +54,16 @@ class Journal:
         self.path = Path(path)
         self.fsync = fsync
         self.seq = 0
+        #: A failed write that could not be rolled back: no later line may follow it.
+        self._broken: OSError | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._trim_torn_tail()
             self.seq = _count_lines(self.path)
-            self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - lives with the run
+            # unbuffered: a failed write leaves nothing behind in a buffer to be retried later
+            self._fd = os.open(
+                self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644
+            )
         except OSError as exc:
             raise RunFolderError(
                 f"Cannot write the journal at {self.path}: {exc.strerror}; choose a writable --out folder."
@@ -72,18 +78,39 @@ class Journal:
                 handle.truncate(data.rfind(b"\n") + 1)
 
     def append(self, event_type: str, **payload: Any) -> dict[str, Any]:
-        """Write one event and return it (with ``seq``, ``t`` and ``type``)."""
+        """Write one event and return it (with ``seq``, ``t`` and ``type``).
+
+        Raises the ``OSError`` of a failed write after taking the partial line back out.
+        """
+        if self._broken is not None:
+            raise self._broken
         event = {"seq": self.seq, "t": round(time.time(), 4), "type": event_type, **payload}
         line = json.dumps(event, default=str, separators=(",", ":")) + "\n"
-        self._file.write(line)
-        self._file.flush()
-        if self.fsync:
-            os.fsync(self._file.fileno())
+        whole = os.fstat(self._fd).st_size
+        try:
+            write_all(self._fd, line.encode("utf-8"))
+            if self.fsync:
+                os.fsync(self._fd)
+        except OSError as exc:
+            try:
+                os.ftruncate(self._fd, whole)
+            except OSError:
+                self._broken = exc  # torn: replay skips it, the next Journal trims it
+            raise
         self.seq += 1
         return event
 
     def close(self) -> None:
-        self._file.close()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (the journal's one place of writing)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _count_lines(path: Path) -> int:

@@ -16,7 +16,6 @@ candidates, the heavy part, run outside it.
 
 from __future__ import annotations
 
-import logging
 import random
 import time
 from pathlib import Path
@@ -35,7 +34,12 @@ from rlab_core.recorder import EventSink, Recorder
 from rlab_core.records import Node, NodeKind, NodeStatus, Proposal
 from rlab_core.replicates import Replicator, measure_seed_noise
 from rlab_core.scheduling import Job, Scheduler
-from rlab_core.stopping import NOTHING_LEFT, failing_agent_reason, stop_reason_of_error
+from rlab_core.stopping import (
+    NOTHING_LEFT,
+    log_unjournaled_stop,
+    stop_reason_of_error,
+    tree_stop_reason,
+)
 from rlab_core.tree import Tree
 
 if TYPE_CHECKING:
@@ -43,9 +47,6 @@ if TYPE_CHECKING:
     from rlab_core.run_folder import RunFolder
 
 __all__ = ["EventSink", "ResearchLoop", "stop_reason_of_error"]
-
-
-log = logging.getLogger(__name__)
 
 
 class ResearchLoop:
@@ -133,9 +134,9 @@ class ResearchLoop:
             self._abort()
             try:
                 self._record_stop(stop_reason_of_error(exc))
-            except Exception:
+            except Exception as journal_error:
                 # the exception on its way out stays the one reported (a full disk, say)
-                log.exception("could not journal why the search stopped")
+                log_unjournaled_stop(journal_error)
             raise
         finally:
             self.scheduler.shutdown()
@@ -200,11 +201,9 @@ class ResearchLoop:
         )
 
     def _stop_reason(self, view: Tree) -> str | None:
-        if not view.evaluated():
-            return "no seed candidate ran successfully"
-        failing = failing_agent_reason(view)
-        if failing is not None:
-            return failing
+        tree_reason = tree_stop_reason(view)
+        if tree_reason is not None:
+            return tree_reason
         # the finalists' seed replicates are kept back from a time budget
         reserve = reserve_s(self.tree, self.settings.finalists)
         return budget_stop_reason(self.progress(), reserve) or self.strategy.stop_reason(

@@ -2,6 +2,8 @@
 
 Every node that starts is finished with a record — evaluated, or failed with its cause —
 and journaled the moment it finishes, so the journal always holds every completed node.
+The one exception is the run's own storage failing (a full disk): the run stops and the
+node stays unfinished, so ``rlab resume`` drops it and the move is made again.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from rlab_core.blobs import RunStorage
 from rlab_core.child import build_child
-from rlab_core.edits import SourceFiles, copy_source, read_source, write_source
+from rlab_core.edits import SourceFiles, copy_source, read_source, share_source, write_source
 from rlab_core.events import NodeStarted
 from rlab_core.interfaces import PreparedTask
 from rlab_core.journal import RunState, node_id
@@ -77,6 +80,7 @@ class NodeBuilder:
         self._lock: threading.RLock = recorder.lock
         self._sources: dict[str, SourceFiles] = {}
         self._iteration = tree.iterations_used()
+        self.storage = RunStorage(run)
 
     def _new_id(self) -> str:
         with self._lock:
@@ -128,30 +132,11 @@ class NodeBuilder:
         parent_id = parent.id if parent else None
         started = self._start(job, parent_id, kind, proposal.hypothesis)
         timing = Timing(agent_s=round(agent_s, 4))
-        node_dir = self.run.node_dir(started.id)
-        src_dir = node_dir / "src"
-        node_dir.mkdir(parents=True, exist_ok=True)
-        failure: Failure | None = None
-        diff = ""
-        changed: list[str] = []
-
+        src_dir = self.run.node_src(started.id)
         edit_start = time.perf_counter()
-        if parent is None:
-            if seed_path is None:
-                raise ValueError("a seed node needs the folder of its program")
-            copy_source(seed_path, src_dir)
-        else:
-            parent_files = self.source_of(parent.id)
-            copy_source(self.run.node_src(parent.id), src_dir)
-            child = build_child(
-                parent_files, proposal, self.task.editable_files, self.task.forbidden_tokens
-            )
-            diff, changed, failure = child.diff, child.changed, child.failure
-            # a refused node keeps its parent's source, so a later repair of it cannot
-            # inherit the refused tokens as "the parent had them"
-            if child.ok:
-                write_source(src_dir, child.files, changed)
-        (node_dir / "diff.patch").write_text(diff)
+        # the harness's own writes: a full disk here stops the run, it fails no candidate
+        with self.run.storage_guard(src_dir.parent):
+            diff, changed, failure = self._write_child(src_dir, parent, proposal, seed_path)
         timing.edit_s = round(time.perf_counter() - edit_start, 4)
 
         execution: Execution | None = None
@@ -166,6 +151,9 @@ class NodeBuilder:
             if execution is not None and execution.killed_by == "cancelled":
                 # the run is being interrupted: the node stays unfinished, like a killed run's
                 raise RunInterrupted(f"{started.id} was stopped by the interrupt")
+
+        with self.run.storage_guard(src_dir.parent):
+            self.storage.keep_node(started.id)
 
         node = Node(
             id=started.id,
@@ -191,6 +179,30 @@ class NodeBuilder:
         )
         return self._finish(node, job)
 
+    def _write_child(
+        self, src_dir: Path, parent: Node | None, proposal: Proposal, seed_path: Path | None
+    ) -> tuple[str, list[str], Failure | None]:
+        """The child's source and ``diff.patch`` on disk: (diff, changed files, edit failure)."""
+        src_dir.parent.mkdir(parents=True, exist_ok=True)
+        if parent is None:
+            if seed_path is None:
+                raise ValueError("a seed node needs the folder of its program")
+            copy_source(seed_path, src_dir)
+            diff, changed, failure = "", [], None
+        else:
+            parent_files = self.source_of(parent.id)
+            share_source(self.run.node_src(parent.id), src_dir)
+            child = build_child(
+                parent_files, proposal, self.task.editable_files, self.task.forbidden_tokens
+            )
+            diff, changed, failure = child.diff, child.changed, child.failure
+            # a refused node keeps its parent's source, so a later repair of it cannot
+            # inherit the refused tokens as "the parent had them"
+            if child.ok:
+                write_source(src_dir, child.files, changed)
+        (src_dir.parent / "diff.patch").write_text(diff)
+        return diff, changed, failure
+
     def record_agent_failure(
         self, job: Job, parent: Node, kind: NodeKind, message: str, agent_s: float, usage: Usage
     ) -> Node:
@@ -213,13 +225,15 @@ class NodeBuilder:
     def _finish(self, node: Node, job: Job) -> Node:
         book_start = time.perf_counter()
         node.finished_at = time.time()
-        self.run.node_dir(node.id).mkdir(parents=True, exist_ok=True)
+        with self.run.storage_guard(self.run.node_dir(node.id)):
+            self.run.node_dir(node.id).mkdir(parents=True, exist_ok=True)
         with self._lock:
             judge = self.evaluator.judge
             if judge is not None:
                 # against the best of this moment: the journal's order is the judging order
                 judge.judge(node, self.tree, self.run.nodes_dir)
+            # journaled first: a node the journal could not take (a full disk) is no result
+            self.recorder.node_finished(node, bookkeeping_since=book_start)
             self.tree.add(node)
             job.holds_budget = False
-            self.recorder.node_finished(node, bookkeeping_since=book_start)
         return node

@@ -10,6 +10,11 @@ symbolic link, a hard link to a file elsewhere, a fifo, a socket, a device — r
 whole folder with one sentence naming the entry and why. Validation scoring, private
 outputs, ``best/``, submissions and ``rlab final`` read only such a copy.
 
+Taking from a folder the harness owns (a node's outputs, for ``best/`` or ``rlab final``),
+the caller may name ``shared`` files: the run's own stored files
+(:class:`rlab_core.blobs.BlobStore`), which have several names by design. Those are taken
+(copied, like any file); any other file with several names is still refused.
+
 :func:`disk_usage_bytes` measures what a candidate's folders really hold on disk, for the
 sandboxes' disk limit, without following links either.
 """
@@ -20,7 +25,7 @@ import errno
 import os
 import shutil
 import stat
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,10 +72,17 @@ def _shown(rel: str) -> str:
 
 
 class _Taker:
-    def __init__(self, dest: Path, max_bytes: int, max_entries: int) -> None:
+    def __init__(
+        self,
+        dest: Path,
+        max_bytes: int,
+        max_entries: int,
+        shared: Collection[tuple[int, int]] = (),
+    ) -> None:
         self.dest = dest
         self.max_bytes = max_bytes
         self.max_entries = max_entries
+        self.shared = shared
         self.total = 0
         self.entries = 0
         self.files: list[str] = []
@@ -132,7 +144,7 @@ class _Taker:
             os.close(fd)
 
     def _take_file(self, dir_fd: int, name: str, rel: str, seen: os.stat_result) -> None:
-        if seen.st_nlink > 1:
+        if seen.st_nlink > 1 and (seen.st_dev, seen.st_ino) not in self.shared:
             raise self.refuse(rel, f"is a hard link ({seen.st_nlink} names for one file)")
         self.total += seen.st_size
         if self.total > self.max_bytes:
@@ -170,7 +182,12 @@ class _Taker:
 
 
 def take_outputs(
-    source: Path, dest: Path, *, max_bytes: int, max_entries: int = MAX_OUTPUT_ENTRIES
+    source: Path,
+    dest: Path,
+    *,
+    max_bytes: int,
+    max_entries: int = MAX_OUTPUT_ENTRIES,
+    shared: Collection[tuple[int, int]] = (),
 ) -> TakenOutputs:
     """Copy the candidate folder ``source`` into the new folder ``dest``, as data.
 
@@ -179,10 +196,15 @@ def take_outputs(
     ``dest`` is then removed, so nothing half-taken is ever scored. A missing ``source``
     gives an empty ``dest`` (the benchmark's contract check then says what is missing).
     ``dest`` must not exist; its parent must be a folder only the harness writes.
+
+    ``shared`` are the ``(st_dev, st_ino)`` of the run's stored files
+    (:meth:`rlab_core.blobs.BlobStore.inodes`), only for a ``source`` the harness owns: a
+    file that is one of them is taken although it has several names. ``dest`` always gets
+    copies, so whoever reads it (a scorer, a submission writer) may write there freely.
     """
     dest = Path(dest)
     dest.mkdir()
-    taker = _Taker(dest, max_bytes, max_entries)
+    taker = _Taker(dest, max_bytes, max_entries, shared)
     try:
         try:
             root = os.open(source, _DIR_FLAGS)

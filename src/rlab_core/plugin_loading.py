@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import time
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
@@ -98,7 +99,13 @@ class PluginLoader:
         allow = _env_list("RLAB_LOAD_PLUGINS")
         block = _env_list("RLAB_DISABLE_PLUGINS") or set()
         seen: set[str] = set()
-        for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
+        log.debug(
+            "entry points in group '%s': %s",
+            ENTRY_POINT_GROUP,
+            ", ".join(f"{ep.name} = {ep.value}" for ep in found) or "none",
+        )
+        for ep in found:
             if ep.name in seen:
                 continue  # the same distribution seen twice on sys.path
             seen.add(ep.name)
@@ -108,12 +115,24 @@ class PluginLoader:
             ):
                 record.status = "disabled"
                 self.records[ep.name] = record
+                log.debug(
+                    "plugin %s: disabled by RLAB_LOAD_PLUGINS / RLAB_DISABLE_PLUGINS", ep.name
+                )
                 continue
+            started = time.perf_counter()
             try:
                 module = ep.load()
             except Exception as exc:  # a broken plugin must not break rlab
                 self._fail(record, f"{type(exc).__name__}: {exc}")
                 continue
+            log.debug(
+                "plugin %s: imported %s (%s %s) in %.3f s",
+                ep.name,
+                ep.value,
+                record.distribution,
+                record.version,
+                time.perf_counter() - started,
+            )
             self._register_module(module, record)
 
     def _register_env_modules(self) -> None:
@@ -126,6 +145,7 @@ class PluginLoader:
             except Exception as exc:
                 self._fail(record, f"{type(exc).__name__}: {exc}")
                 continue
+            log.debug("plugin %s: imported from RLAB_PLUGIN_MODULES", module_name)
             self._register_module(module, record)
 
     @staticmethod

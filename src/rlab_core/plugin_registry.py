@@ -8,6 +8,7 @@ validated against an implementation's own model here too, with one sentence per 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
@@ -36,6 +37,7 @@ _INFO_TYPE = {
     "sandboxes": SandboxInfo,
     "modes": ModeInfo,
 }
+log = logging.getLogger("rlab_core.plugins")
 ModelT = TypeVar("ModelT", bound=BaseModel)
 InfoT = TypeVar("InfoT", BenchmarkInfo, AgentInfo, StrategyInfo, SandboxInfo, ModeInfo)
 
@@ -93,6 +95,10 @@ def collect_registry(
     # a plugin that failed during collection contributes nothing
     for kind in KINDS:
         registry[kind] = {n: r for n, r in registry[kind].items() if r.owner.status == "loaded"}
+    for each in records.values():
+        if each.status == "loaded":
+            provides = "; ".join(f"{k}: {', '.join(names)}" for k, names in each.provides.items())
+            log.debug("plugin %s registered %s", each.name, provides or "nothing")
     return registry
 
 

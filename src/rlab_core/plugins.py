@@ -9,6 +9,7 @@ constructs it, and sends events to observers.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -99,7 +100,18 @@ class PluginHost(PluginLoader):
             config = options
         else:
             config = self.make_config(kind, name, options)
-        return reg.info.load()(config)
+        started = time.perf_counter()
+        implementation = reg.info.load()
+        log.debug(
+            "%s '%s' of plugin %s: loaded %s.%s in %.3f s",
+            SINGULAR[kind],
+            name,
+            reg.owner.name,
+            implementation.__module__,
+            implementation.__qualname__,
+            time.perf_counter() - started,
+        )
+        return implementation(config)
 
     def _create_typed(
         self, kind: Kind, name: str, options: dict[str, Any] | BaseModel | None, base: type[ImplT]

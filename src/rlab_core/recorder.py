@@ -3,19 +3,24 @@
 Each event is written once, in this order: the journal line (flushed before anything else
 learns of it), the observers (``notify(event, run_dir)``: the plugin host's
 ``rlab_observe_event`` hook, which the dashboard also listens on) and the caller's
-``on_event`` sink (the live terminal view). A finished node's record also goes to its
-``result.json``. Events from worker threads are written one at a time, under ``lock``.
+``on_event`` sink (the live terminal view). A finished node's record goes to its
+``result.json`` first, whole or not at all, then to the journal: a node is finished only
+once its journal line is in. Events from worker threads are written one at a time, under
+``lock``. A storage error on the way (a full disk) is the run's failure: it stops the run
+as :class:`~rlab_core.errors.StorageFullError` and leaves no half-written record.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rlab_core.errors import StorageFullError
 from rlab_core.events import Event, NodeFinished
 from rlab_core.journal import Journal
 from rlab_core.records import Node
@@ -40,11 +45,14 @@ class Recorder:
         notify: Notify | None = None,
         on_event: EventSink | None = None,
         lock: threading.RLock | None = None,
+        then: str | None = None,
     ) -> None:
         self.journal = journal
         self.run = run
         self.notify = notify
         self.on_event = on_event
+        #: What a storage error's message says to do once there is room (default: resume).
+        self.then = then
         #: Held while an event is written; the loop guards its shared state with it too.
         self.lock = lock if lock is not None else threading.RLock()
 
@@ -54,10 +62,10 @@ class Recorder:
             return self._write(event.TYPE, event.payload())
 
     def node_finished(self, node: Node, *, bookkeeping_since: float) -> dict[str, Any]:
-        """Journal a finished node and write its ``result.json``.
+        """Write a finished node's ``result.json``, then journal it.
 
         The time since ``bookkeeping_since`` (the record's serialisation included) is stored
-        with the node as ``timing.bookkeeping_s``; the journal line and ``result.json``
+        with the node as ``timing.bookkeeping_s``; the ``result.json`` and journal line
         written right after are the only bookkeeping not in the figure.
         """
         with self.lock:
@@ -65,13 +73,18 @@ class Recorder:
             node.timing.bookkeeping_s = payload["node"]["timing"]["bookkeeping_s"] = round(
                 time.perf_counter() - bookkeeping_since, 4
             )
-            line = self._write(NodeFinished.TYPE, payload)
-        result = self.run.node_dir(node.id) / "result.json"
-        result.write_text(json.dumps(payload["node"], indent=1))
-        return line
+            result = self.run.node_dir(node.id) / "result.json"
+            with self.run.storage_guard(result, then=self.then):
+                write_atomically(result, json.dumps(payload["node"], indent=1))
+            try:
+                return self._write(NodeFinished.TYPE, payload)
+            except StorageFullError:
+                result.unlink(missing_ok=True)  # not journaled: the node is unfinished
+                raise
 
     def _write(self, event_type: str, payload: dict[str, Any]) -> dict[str, Any]:
-        line = self.journal.append(event_type, **payload)
+        with self.run.storage_guard(self.journal.path, then=self.then):
+            line = self.journal.append(event_type, **payload)
         if self.notify is not None:
             self.notify(line, self.run.root)
         if self.on_event is not None:
@@ -81,3 +94,14 @@ class Recorder:
     def close(self) -> None:
         """Close the journal; nothing is written after this."""
         self.journal.close()
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all: a temporary file renamed over it."""
+    partial = path.with_name(path.name + ".partial")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise

@@ -1,11 +1,19 @@
-"""The layout of one run on disk (docs/user-guide.md, "The run folder")."""
+"""The layout of one run on disk (docs/user-guide.md, "The run folder").
+
+Also what rlab says when the storage under a run folder fails while rlab writes to it
+(:meth:`RunFolder.storage_error`): the run's failure, never a candidate's.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import re
+import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,8 +21,19 @@ from typing import Any
 from pydantic import ValidationError
 
 from rlab_core.config import RunConfig
-from rlab_core.errors import RunFolderError
+from rlab_core.errors import RunFolderError, StorageFullError, storage_errno
 from rlab_core.journal import JOURNAL_NAME, RunState, replay
+
+#: Bytes written (and removed) to learn whether a folder's storage still takes writes.
+PROBE_BYTES = 64 * 1024
+_STORAGE_WORDS = {
+    errno.ENOSPC: ("No space is left on the file system mounted at {}", "free some space there"),
+    errno.EROFS: ("The file system mounted at {} is read-only", "make it writable again"),
+    errno.EDQUOT: (
+        "Your disk quota is used up on the file system mounted at {}",
+        "free space within your quota or raise it",
+    ),
+}
 
 
 class RunFolder:
@@ -109,12 +128,84 @@ class RunFolder:
             raise RunFolderError(
                 f"{path} is not a run folder (no {JOURNAL_NAME}); give the path `rlab run` printed."
             )
-        return cls(candidate)
+        run = cls(candidate)
+        # a damaged record is said by every command; a missing one only by those that need it
+        if run.run_json.exists():
+            run.read_record()
+        return run
+
+    def storage_error(
+        self, error: OSError, where: Path | None = None, *, then: str | None = None
+    ) -> StorageFullError:
+        """The one sentence for a storage ``error`` met while rlab wrote ``where`` in this run.
+
+        It names the path, the file system (its mount point) and the bytes still free there,
+        and the way on: make room, then ``then`` (by default: ``rlab resume`` the run).
+        """
+        code = storage_errno(error) or errno.ENOSPC
+        path = Path(error.filename) if isinstance(error.filename, str) else (where or self.root)
+        what, way = _STORAGE_WORDS[code]
+        mount, free = _mount_and_free(path)
+        room = f" ({_bytes_text(free)} free)" if free is not None else ""
+        then = then or (
+            f"continue with `rlab resume {self.root}` (the node that was running starts again)"
+        )
+        return StorageFullError(
+            f"{what.format(mount)}{room}, where rlab wrote {path}; {way}, then {then}."
+        )
+
+    @contextlib.contextmanager
+    def storage_guard(
+        self, where: Path | None = None, *, then: str | None = None
+    ) -> Iterator[None]:
+        """Turn a storage ``OSError`` raised inside into :class:`StorageFullError`.
+
+        For the harness's own writes in the run folder: what it meets there is the run's
+        failure, so it must stop the run instead of becoming a candidate's failure.
+        """
+        try:
+            yield
+        except OSError as exc:
+            if storage_errno(exc) is None:
+                raise
+            raise self.storage_error(exc, where, then=then) from exc
+
+    def probe_storage(self, where: Path) -> None:
+        """Raise :class:`StorageFullError` when ``where`` (a folder here) takes no more writes.
+
+        A candidate's log is written by the candidate's own process, so a full disk only
+        shows as a candidate that failed with an empty log; after a failure this probe tells
+        that apart from the candidate's own fault.
+        """
+        probe = where / ".rlab-storage-probe"
+        try:
+            with self.storage_guard(where):
+                fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+                try:
+                    view = memoryview(bytes(PROBE_BYTES))
+                    while view:
+                        view = view[os.write(fd, view) :]
+                    os.fsync(fd)  # some file systems report a full disk only here
+                finally:
+                    os.close(fd)
+        finally:
+            with contextlib.suppress(OSError):
+                probe.unlink()
 
     def write_run_json(self, data: dict[str, Any]) -> None:
         tmp = self.run_json.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=2, default=str))
         tmp.replace(self.run_json)
+
+    def read_record(self) -> dict[str, Any]:
+        """``run.json`` checked to be a run's record: a mapping with its task and configuration."""
+        info = self.read_run_json()
+        if not isinstance(info.get("task"), str) or not isinstance(info.get("config"), dict):
+            raise RunFolderError(
+                f"{self.run_json} lacks the task or the configuration; the run folder is "
+                "damaged: restore run.json from a copy."
+            )
+        return info
 
     def read_run_json(self) -> dict[str, Any]:
         """``run.json`` as a mapping; a missing, torn or foreign file is one clear sentence."""
@@ -141,10 +232,22 @@ class OpenedRun:
     info: dict[str, Any]
     config: RunConfig
     state: RunState
+    #: The journal's size when it was read: a later, larger journal means a newer state.
+    journal_bytes: int = 0
 
     @property
     def task(self) -> str:
         return str(self.info["task"])
+
+    def current(self) -> OpenedRun:
+        """This run as it is now: read again if its journal changed since it was read.
+
+        Called once the run's lock is held: another process may have written events
+        between the first reading and the lock.
+        """
+        if _size(self.folder.journal_path) == self.journal_bytes:
+            return self
+        return open_run(self.folder.root)
 
 
 def open_run(path: Path | str, out: Path = Path("runs")) -> OpenedRun:
@@ -154,12 +257,7 @@ def open_run(path: Path | str, out: Path = Path("runs")) -> OpenedRun:
     configuration validated, and the journal is replayed, a single time.
     """
     folder = RunFolder.open(path, out)
-    info = folder.read_run_json()
-    if not isinstance(info.get("task"), str) or not isinstance(info.get("config"), dict):
-        raise RunFolderError(
-            f"{folder.run_json} lacks the task or the configuration; the run folder is damaged: "
-            "restore run.json from a copy."
-        )
+    info = folder.read_record()
     try:
         config = RunConfig.model_validate(info["config"])
     except ValidationError as exc:
@@ -169,4 +267,36 @@ def open_run(path: Path | str, out: Path = Path("runs")) -> OpenedRun:
             f"The configuration in {folder.run_json} is not valid for this rlab ({where}: "
             f"{first['msg']}); resume it with the rlab version that started it."
         ) from None
-    return OpenedRun(folder, info, config, replay(folder.journal_path))
+    size = _size(folder.journal_path)  # before the replay: growth during it reads again later
+    return OpenedRun(folder, info, config, replay(folder.journal_path), size)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
+
+
+def _mount_and_free(path: Path) -> tuple[Path, int | None]:
+    """The mount point of the file system holding ``path``, and the bytes free there."""
+    existing = Path(os.path.abspath(path))
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    mount = existing
+    while not os.path.ismount(mount) and mount != mount.parent:
+        mount = mount.parent
+    try:
+        free: int | None = shutil.disk_usage(existing).free
+    except OSError:
+        free = None
+    return mount, free
+
+
+def _bytes_text(count: int) -> str:
+    size = float(count)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if size < 1024:
+            return f"{count} bytes" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"

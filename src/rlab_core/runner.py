@@ -3,23 +3,25 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import platform
 import shutil
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from rlab_core import __version__
 from rlab_core.acceptance import NoiseJudge, fallback_note
+from rlab_core.best_export import export_best
 from rlab_core.budget import Budgets
+from rlab_core.bytecode import ensure_bytecode
 from rlab_core.cache import cache_home
 from rlab_core.config import RunConfig
-from rlab_core.edits import copy_source
+from rlab_core.errors import storage_errno
 from rlab_core.evaluation import CandidateEvaluator, CandidateSettings
 from rlab_core.events import BestExported, NodeAbandoned, RunResumed, RunStarted
 from rlab_core.finalists import FinalistSettings
@@ -27,12 +29,14 @@ from rlab_core.interfaces import Agent, PreparedTask, Sandbox, StopRules, Strate
 from rlab_core.journal import Journal, RunState
 from rlab_core.loop import EventSink, ResearchLoop
 from rlab_core.loop_settings import LoopSettings
-from rlab_core.outputs import OutputsRefused, take_outputs
 from rlab_core.plugins import PluginHost
 from rlab_core.recorder import Recorder
 from rlab_core.records import Node
 from rlab_core.run_folder import OpenedRun, RunFolder
+from rlab_core.run_lock import RunLock
 from rlab_core.run_plan import RunPlan, plan_run
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -61,7 +65,12 @@ def prepare_task(
     """
     benchmark_name, _, task_part = task.partition(":")
     benchmark = host.create_benchmark(benchmark_name, options)
-    return benchmark.prepare(task_part, cache_home() / benchmark_name, rebuild_cache=rebuild_cache)
+    started = time.perf_counter()
+    prepared = benchmark.prepare(
+        task_part, cache_home() / benchmark_name, rebuild_cache=rebuild_cache
+    )
+    log.debug("task %s prepared in %.2f s", task, time.perf_counter() - started)
+    return prepared
 
 
 @dataclass
@@ -115,7 +124,15 @@ def _run_json(host: PluginHost, plan: RunPlan, parts: _Parts) -> dict[str, Any]:
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
         "task_facts": {**parts.task.describe(), "baselines": parts.task.reference_baselines()},
         "acceptance": acceptance_record(plan.config, parts.task),
+        "limits": limits_record(plan.config, parts.task),
     }
+
+
+def limits_record(config: RunConfig, task: PreparedTask) -> dict[str, Any]:
+    """The candidate limits in effect (the task's defaults where the user set none)."""
+    settings = CandidateSettings.for_task(config, task)
+    names = ("timeout_s", "memory_mb", "max_output_mb", "disk_mb", "smoke_timeout_s", "threads")
+    return {name: getattr(settings, name) for name in names}
 
 
 def acceptance_record(config: RunConfig, task: PreparedTask) -> dict[str, Any]:
@@ -134,28 +151,33 @@ def acceptance_record(config: RunConfig, task: PreparedTask) -> dict[str, Any]:
 
 
 def start_run(host: PluginHost, config: RunConfig, on_event: EventSink | None = None) -> RunOutcome:
-    """Prepare everything, create the run folder and search to a stop reason."""
+    """Prepare everything, create the run folder and search to a stop reason.
+
+    The run folder is locked (:mod:`rlab_core.run_lock`) from its creation to the end.
+    """
     plan = plan_run(host, config)  # names and options, validated once, before any work
     task_name = plan.task
     parts = _make_parts(host, plan)
     run = RunFolder.create(config.out, task_name)
-    info = _run_json(host, plan, parts)
-    run.write_run_json(info)
-    journal = Journal(run.journal_path)
-    state = RunState()
-    loop = _loop(host, config, run, parts, journal, state, on_event)
-    loop.recorder.record(
-        RunStarted(
-            run_id=run.run_id,
-            task=task_name,
-            primary_metric=parts.task.primary_metric,
-            higher_is_better=parts.task.higher_is_better,
-            isolation=parts.sandbox.isolation_level(),
-            isolation_warning=info["isolation"].get("warning"),
-            acceptance_note=info["acceptance"].get("note"),
+    with RunLock(run.root, "run"):
+        info = _run_json(host, plan, parts)
+        with run.storage_guard(run.run_json):
+            run.write_run_json(info)
+        journal = Journal(run.journal_path)
+        state = RunState()
+        loop = _loop(host, config, run, parts, journal, state, on_event)
+        loop.recorder.record(
+            RunStarted(
+                run_id=run.run_id,
+                task=task_name,
+                primary_metric=parts.task.primary_metric,
+                higher_is_better=parts.task.higher_is_better,
+                isolation=parts.sandbox.isolation_level(),
+                isolation_warning=info["isolation"].get("warning"),
+                acceptance_note=info["acceptance"].get("note"),
+            )
         )
-    )
-    return _search(loop, run, parts)
+        return _search(loop, run, parts)
 
 
 def resume_run(
@@ -168,8 +190,18 @@ def resume_run(
     """Continue a stopped or killed run from its journal, dropping only unfinished nodes.
 
     ``opened`` (:func:`rlab_core.run_folder.open_run`) holds the run read once: its
-    configuration and the journal's replayed state.
+    configuration and the journal's replayed state. A run another process holds (a live
+    ``run``, ``resume`` or ``final``) is refused with :class:`~rlab_core.errors.RunLockedError`
+    before anything is prepared or written.
     """
+    with RunLock(opened.folder.root, "resume"):
+        # what another process wrote before the lock was ours is read again
+        return _resume(host, opened.current(), iterations, on_event)
+
+
+def _resume(
+    host: PluginHost, opened: OpenedRun, iterations: int | None, on_event: EventSink | None
+) -> RunOutcome:
     run, state, config = opened.folder, opened.state, opened.config
     if iterations is not None:
         config = config.model_copy(update={"iterations": iterations})
@@ -183,7 +215,8 @@ def resume_run(
             NodeAbandoned(id=lost, reason="the run stopped while this node was running")
         )
     shutil.rmtree(run.scratch_dir, ignore_errors=True)
-    run.scratch_dir.mkdir(exist_ok=True)
+    with run.storage_guard(run.scratch_dir):
+        run.scratch_dir.mkdir(exist_ok=True)
     loop.recorder.record(
         RunResumed(
             nodes=len(state.tree),
@@ -267,6 +300,8 @@ def _search(loop: ResearchLoop, run: RunFolder, parts: _Parts) -> RunOutcome:
     # the dashboard (report.html) is an observer: it is rewritten when the run stops, also
     # on an error or Ctrl-C, and once the winner is exported
     try:
+        # candidates run on this interpreter with its packages read-only: compile them once
+        ensure_bytecode()
         reason = loop.run_search()
         best = loop.tree.selected()
         if best is not None:
@@ -278,6 +313,11 @@ def _search(loop: ResearchLoop, run: RunFolder, parts: _Parts) -> RunOutcome:
                 rule=loop.tree.chosen_rule,
             )
             loop.recorder.record(BestExported(node_id=best.id))
+    except OSError as exc:
+        # a storage error from a write not guarded where it happened: still the run's
+        if storage_errno(exc) is None:
+            raise
+        raise run.storage_error(exc) from exc
     finally:
         loop.recorder.close()
         parts.agent.close()
@@ -290,45 +330,3 @@ def _search(loop: ResearchLoop, run: RunFolder, parts: _Parts) -> RunOutcome:
         isolation=parts.sandbox.isolation_level(),
         rule=loop.tree.chosen_rule,
     )
-
-
-def export_best(
-    run: RunFolder, task: PreparedTask, best: Node, *, outputs_mb: float, rule: str | None = None
-) -> Path:
-    """Write ``best/``: the winner's source, validation outputs, submission and manifest.
-
-    The artifacts are taken again, as data, from the node's harness-owned outputs, so even
-    a run folder from before outputs were taken this way never exports a link.
-    """
-    staging = run.root / "best.partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    copy_source(run.node_src(best.id), staging / "src")
-    refused: str | None = None
-    try:
-        take_outputs(
-            run.node_dir(best.id) / "outputs",
-            staging / "artifacts",
-            max_bytes=int(outputs_mb * 2**20),
-        )
-    except OutputsRefused as exc:
-        refused = str(exc)
-    submission = task.write_submission(
-        staging / "artifacts", run.private_node_dir(best.id), staging
-    )
-    manifest = {
-        "node": best.id,
-        "hypothesis": best.hypothesis,
-        "primary_metric": best.score.primary_metric if best.score else None,
-        "val_score": best.score.primary if best.score else None,
-        "val_metrics": best.score.metrics if best.score else {},
-        "val_standard_error": best.score.standard_error if best.score else None,
-        "selected_by": "validation",
-        "selection_rule": rule,
-        "submission": submission.name if submission else None,
-        "artifacts_refused": refused,
-        "exported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
-    (staging / "manifest.json").write_text(json.dumps(manifest, indent=2))
-    shutil.rmtree(run.best_dir, ignore_errors=True)
-    staging.replace(run.best_dir)
-    return run.best_dir

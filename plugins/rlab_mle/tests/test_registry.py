@@ -107,11 +107,19 @@ def test_rlab_list_tasks_shows_metric_and_data(user_folders, rlab_cache_home) ->
     assert result.exit_code == 0, result.output
     assert "mle:flights-late" in result.output and "auc-roc" in result.output
     assert "prepared in" in result.output and "built in" in result.output
+    # the lite list's competitions have no data here: one summary line, all of them with --all
     lite = runner.invoke(
         rlab_app, ["list", "tasks", "mle", "-o", "benchmark.lite=true"], env={"COLUMNS": "250"}
     )
     assert lite.exit_code == 0, lite.output
-    listed = [line for line in lite.output.splitlines() if "mle:" in line]
+    assert "mle: 22 more tasks not available here" in lite.output
+    lite = runner.invoke(
+        rlab_app,
+        ["list", "tasks", "mle", "--all", "-o", "benchmark.lite=true"],
+        env={"COLUMNS": "250"},
+    )
+    assert lite.exit_code == 0, lite.output
+    listed = [line for line in lite.output.splitlines() if line.startswith("│ mle:")]
     assert len(listed) == len(LITE_IDS) == 22
     assert "mle:wdbc-breast-cancer" not in lite.output
     unnamed = runner.invoke(rlab_app, ["list", "tasks", "-o", "benchmark.lite=true"])

@@ -17,8 +17,10 @@ container in :mod:`~rlab_core.builtin.docker_supervisor`.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
+import shlex
 import sys
 import threading
 import time
@@ -34,6 +36,8 @@ from rlab_core.errors import SandboxUnavailableError
 from rlab_core.interfaces import Sandbox
 from rlab_core.records import Execution
 from rlab_core.task_records import SandboxRequest
+
+log = logging.getLogger(__name__)
 
 
 def _run_labels(request: SandboxRequest) -> dict[str, str]:
@@ -135,6 +139,11 @@ class DockerSandbox(Sandbox[DockerSandboxConfig]):
         name = re.sub(
             r"[^a-zA-Z0-9_.-]", "-", "-".join(filter(None, _run_labels(request).values()))
         )
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "docker sandbox: the container is the one of %s",
+                _docker_run_line(self, request, command, memory_mb, plan, env),
+            )
         return self.client.containers.create(
             self.image,
             command,
@@ -250,6 +259,34 @@ class DockerSandbox(Sandbox[DockerSandboxConfig]):
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.client.close()
+
+
+def _docker_run_line(
+    sandbox: DockerSandbox,
+    request: SandboxRequest,
+    command: list[str],
+    memory_mb: int,
+    plan: docker_image.MountPlan,
+    env: dict[str, str],
+) -> str:
+    """The ``docker run`` line equivalent to the container created, for ``--verbose``.
+
+    Environment variables appear by name only (``-e NAME``): values never reach a log.
+    """
+    argv = ["docker", "run", "--rm", "--network", "none", "--read-only", "--ipc", "private"]
+    argv += ["--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
+    argv += ["--user", str(sandbox.user), "--memory", f"{memory_mb}m"]
+    argv += ["--memory-swap", f"{memory_mb}m", "--cpus", f"{sandbox._cpus(request):g}"]
+    argv += ["--pids-limit", str(sandbox.config.pids)] + (["--init"] if sandbox.config.init else [])
+    argv += ["--workdir", plan.container_path(request.workdir)]
+    for bind in plan.binds:
+        readonly = ",readonly" if bind.read_only else ""
+        argv += ["--mount", f"type=bind,source={bind.source},target={bind.target}{readonly}"]
+    for path, options in (plan.tmpfs or {}).items():
+        argv += ["--tmpfs", f"{path}:{options}" if options else path]
+    for name in sorted(env):
+        argv += ["-e", name]
+    return shlex.join([*argv, sandbox.image, *command])
 
 
 __all__ = ["DockerSandbox", "DockerSandboxConfig"]

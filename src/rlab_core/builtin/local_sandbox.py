@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import select
+import shlex
 import shutil
 import subprocess
 import sys
@@ -104,6 +105,16 @@ class LocalSandbox(Sandbox[LocalSandboxConfig]):
         self._cancelled = threading.Event()
         self._isolation = jail.select_isolation(self.config.isolation, self.config.bwrap)
         self._level = self._isolation.level
+        log.debug(
+            "isolation %s (asked for %s): %s",
+            self._level,
+            self.config.isolation,
+            ", ".join(
+                f"{k}={v}"
+                for k, v in self.isolation_details().items()
+                if k not in ("level", "warning")
+            ),
+        )
         if not self._isolation.hides_paths:
             log.warning("NO PATH ISOLATION (%s): %s", self._level, jail.NO_HIDING_WARNING)
         elif self._level == "netns" and self._isolation.bwrap is not None:
@@ -154,6 +165,14 @@ class LocalSandbox(Sandbox[LocalSandboxConfig]):
     def run(self, request: SandboxRequest) -> Execution:
         setup_start = time.perf_counter()
         argv = self._wrap(request)
+        # names only: values stay out of logs even though the environment is scrubbed
+        log.debug(
+            "candidate command (%s) in %s, environment %s: %s",
+            self._level,
+            request.workdir,
+            ",".join(sorted(request.env)),
+            shlex.join(argv),
+        )
         request.log_path.parent.mkdir(parents=True, exist_ok=True)
         max_log = int(request.max_output_mb * 2**20)
         with open(request.log_path, "wb") as log_file:

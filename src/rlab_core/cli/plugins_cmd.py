@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import typer
 from rich.table import Table
 
-from rlab_core.cli.common import console, make_host, user_errors
+from rlab_core.cli.common import JsonFlag, console, make_host, print_json, user_errors
 
 
 def register(app: typer.Typer) -> None:
@@ -13,10 +15,13 @@ def register(app: typer.Typer) -> None:
 
 
 @user_errors
-def plugins() -> None:
+def plugins(as_json: JsonFlag = False) -> None:
     """List installed plugins (also the ones that failed to load, with their error)."""
     host = make_host()
     host.registry  # noqa: B018 - collect registrations so failures show up
+    if as_json:
+        print_json([dataclasses.asdict(record) for record in host.records.values()])
+        return
     table = Table(title="rlab plugins", show_lines=False)
     for column in ("plugin", "distribution", "version", "status", "provides / error"):
         table.add_column(column)

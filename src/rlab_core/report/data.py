@@ -19,27 +19,25 @@ from typing import Any
 from rlab_core import __version__
 from rlab_core.errors import RunFolderError
 from rlab_core.journal import RunState, replay
-from rlab_core.records import Gain, Node, Score
+from rlab_core.records import Node, Score
+from rlab_core.report.node_data import in_flight_nodes, node_data, se_text
 from rlab_core.report.numbers import (
     acceptance_line,
     final_gap_text,
     final_test_text,
     format_interval,
     format_se,
-    gain_detail,
-    gain_text,
     level_text,
     mean_spread_text,
     seed_noise_text,
     seed_order,
     sig_decimals,
 )
-from rlab_core.report.status import OUTCOME_LABEL, Outcome, best_after_each, classify, winner_path
+from rlab_core.report.status import OUTCOME_LABEL, best_after_each, classify, winner_path
+from rlab_core.report.tree_layout import tree_rows
+from rlab_core.report.winner import exported_paths, seed_to_best
 from rlab_core.run_folder import RunFolder
 from rlab_core.tree import Tree
-
-LOG_TAIL_BYTES = 4096
-DIFF_MAX_CHARS = 30_000
 
 
 def collect_report_data(run: RunFolder) -> dict[str, Any]:
@@ -57,9 +55,9 @@ def collect_report_data(run: RunFolder) -> dict[str, Any]:
     best_after = {node.id: best for node, best in best_after_each(tree)}
     best = tree.selected()
     accepted_best = tree.best()
-    config = info.get("config", {})
+    config = info.get("config") if isinstance(info.get("config"), dict) else {}
     nodes = [
-        _node_data(run, node, outcomes[node.id], state, best_after.get(node.id), node.id in path)
+        node_data(run, node, outcomes[node.id], state, best_after.get(node.id), node.id in path)
         for node in tree
     ]
     nodes += in_flight_nodes(run, state)
@@ -97,6 +95,7 @@ def collect_report_data(run: RunFolder) -> dict[str, Any]:
             for key in ("epsilon", "window", "min_iterations", "debug_tries", "seed", "target_val")
             if key in config
         },
+        "candidates": _candidates(info, config),
         "winner_path": path,
         #: the node `rlab final` scores: the finalists' choice, else the last node accepted
         "best": best.id if best else None,
@@ -106,8 +105,30 @@ def collect_report_data(run: RunFolder) -> dict[str, Any]:
         "metrics": _metric_names(tree, metric),
         "outcome_labels": {str(k): v for k, v in OUTCOME_LABEL.items()},
         "nodes": nodes,
+        #: the decision tree's rows: creation order, subtrees contiguous (tree_layout.py)
+        "tree_rows": tree_rows(nodes),
+        "seed_to_best": seed_to_best(run, tree, best),
+        "exported": exported_paths(run),
     }
     return _finite(data)
+
+
+def _candidates(info: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """How candidates ran: the wall-clock timeout and memory limit, and how many at once.
+
+    ``run.json``'s ``limits`` (the limits in effect) where it records them, else the run's
+    own options; ``None`` there means the task's default limit was in effect.
+    """
+    limits = info.get("limits") if isinstance(info.get("limits"), dict) else {}
+    workers = config.get("workers")
+    several = isinstance(workers, int) and workers > 1
+    return {
+        "timeout_s": limits.get("timeout_s") or config.get("timeout_s"),
+        "memory_mb": limits.get("memory_mb") or config.get("memory_mb"),
+        "workers": workers,
+        #: how decisions see results, which matters only with several workers
+        "parallel_order": config.get("parallel_order") if several else None,
+    }
 
 
 def _best_seed(tree: Tree) -> Node | None:
@@ -139,8 +160,8 @@ def _headline(tree, seed: Node | None, best: Node | None, info: dict[str, Any]) 
             else None
         ),
         #: their standard errors as the views print them (None where unmeasured)
-        "seed_se_text": _se_text(seed) if seed else None,
-        "best_se_text": _se_text(best) if best else None,
+        "seed_se_text": se_text(seed) if seed else None,
+        "best_se_text": se_text(best) if best else None,
         "gain": None,
         "baselines": [],
     }
@@ -191,19 +212,6 @@ def _final(run: RunFolder) -> dict[str, Any] | None:
         else None
     )
     return final
-
-
-def _se_text(node: Node) -> str | None:
-    """The node's standard error as the views print it (``None`` when unmeasured)."""
-    if node.score is None or node.score.standard_error is None:
-        return None
-    return format_se(node.score.standard_error)
-
-
-def _gain_data(gain: Gain | None) -> dict[str, Any] | None:
-    if gain is None:
-        return None
-    return {**gain.model_dump(), "text": gain_text(gain), "detail": gain_detail(gain)}
 
 
 def _acceptance(
@@ -281,115 +289,6 @@ def _metric_names(tree: Tree, primary: str) -> list[str]:
         metrics = node.score.metrics if node.score is not None else {}
         names += [name for name in metrics if name not in names]
     return names
-
-
-def _node_data(
-    run: RunFolder,
-    node: Node,
-    outcome: Outcome,
-    state: RunState,
-    best_after: Node | None,
-    on_path: bool,
-) -> dict[str, Any]:
-    execution = node.execution
-    diff = node.diff
-    if len(diff) > DIFF_MAX_CHARS:
-        diff = diff[:DIFF_MAX_CHARS] + f"\n… ({len(node.diff) - DIFF_MAX_CHARS} more characters)"
-    timing = node.timing.model_dump()
-    timing["total_s"] = node.timing.total_s
-    return {
-        "id": node.id,
-        "parent_id": node.parent_id,
-        "iteration": node.iteration,
-        "kind": str(node.kind),
-        "status": str(node.status),
-        "outcome": str(outcome),
-        "hypothesis": node.hypothesis,
-        "rationale": node.rationale,
-        "move_id": node.move_id,
-        "repair_of": node.repair_of,
-        "changed_files": node.changed_files,
-        "diff": diff,
-        "primary": node.score.primary if node.score else None,
-        "standard_error": node.score.standard_error if node.score else None,
-        "se_text": _se_text(node),
-        "resample_unit": node.score.resample_unit if node.score else None,
-        "metrics": dict(node.score.metrics) if node.score else {},
-        "gain": _gain_data(node.gain),
-        "versus_best": _gain_data(node.versus_best),
-        "accepted": node.accepted,
-        #: became the run's best when it finished (under the run's acceptance rule)
-        "new_best": best_after is not None and best_after.id == node.id,
-        #: the run's best once this node had finished: its id and score (the chart's line)
-        "best_after": (
-            {"id": best_after.id, "score": best_after.score.primary}
-            if best_after is not None and best_after.score is not None
-            else None
-        ),
-        "on_winner_path": on_path,
-        "failure": (
-            {"stage": str(node.failure.stage), "message": node.failure.message}
-            if node.failure
-            else None
-        ),
-        "closed_reason": state.tree.closed_reasons.get(node.id),
-        "execution": (execution.model_dump(exclude={"log_tail", "command"}) if execution else None),
-        "timing": timing,
-        "usage": {**node.usage.model_dump(), "total_tokens": node.usage.total_tokens},
-        "created_at": node.created_at,
-        "finished_at": node.finished_at,
-        "log_tail": _log_tail(run, node),
-    }
-
-
-def _log_tail(run: RunFolder, node: Node) -> str:
-    """The last few KB of the node's log (its folder's log.txt, else the recorded tail)."""
-    path = run.node_dir(node.id) / "log.txt"
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, 2)
-            size = handle.tell()
-            handle.seek(max(0, size - LOG_TAIL_BYTES))
-            text = handle.read().decode("utf-8", errors="replace")
-        return ("…" if size > LOG_TAIL_BYTES else "") + text
-    except OSError:
-        pass
-    if node.execution is not None and node.execution.log_tail:
-        return node.execution.log_tail[-LOG_TAIL_BYTES:]
-    return node.failure.log_tail[-LOG_TAIL_BYTES:] if node.failure else ""
-
-
-def in_flight_nodes(run: RunFolder, state: RunState) -> list[dict[str, Any]]:
-    """Nodes that started but did not finish, from their ``node_started`` events."""
-    if not state.in_flight:
-        return []
-    wanted = set(state.in_flight)
-    started: dict[str, dict[str, Any]] = {}
-    with open(run.journal_path, "rb") as handle:
-        for line in handle:
-            if b'"node_started"' not in line:
-                continue
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if event.get("id") in wanted:
-                started[event["id"]] = event
-    return [
-        {
-            "id": node_id,
-            "parent_id": event.get("parent_id"),
-            "iteration": event.get("iteration"),
-            "kind": event.get("kind", "?"),
-            "status": "running",
-            "outcome": str(Outcome.RUNNING),
-            "hypothesis": event.get("hypothesis") or "(waiting for the agent)",
-            "created_at": event.get("t"),
-            "metrics": {},
-            "primary": None,
-        }
-        for node_id, event in sorted(started.items())
-    ]
 
 
 def _finite(value: Any) -> Any:

@@ -2,9 +2,9 @@
 
 The page is one file: the run's data embedded as JSON, and the stylesheet and script that
 draw the tree, the chart and the table inlined from this package (``template.html``,
-``report.css``, ``report.js``, ``report_detail.js``). Every piece of run text (hypotheses,
-diffs, logs) reaches the page only as JSON and is put on it with ``textContent``, never as
-markup.
+``report.css``, ``report.js`` and the panels' ``report_*.js``). Every piece of run text
+(hypotheses, diffs, logs, paths) reaches the page only as JSON and is put on it with
+``textContent``, never as markup.
 """
 
 from __future__ import annotations
@@ -41,8 +41,10 @@ def _asset(name: str) -> str:
 
 
 def _script() -> str:
-    """The page's script: the detail panel, then the rest, in one strict function scope."""
-    parts = (_asset("report_detail.js"), _asset("report.js"))  # the panel's constants first
+    """The page's script: the panels, then the page that draws them, in one strict scope."""
+    # the panels' functions first: report.js draws the page with them when it runs
+    names = ("report_detail.js", "report_chart.js", "report_winner.js", "report.js")
+    parts = tuple(_asset(name) for name in names)
     return '(function () {\n"use strict";\n' + "\n".join(parts) + "})();\n"
 
 

@@ -2,9 +2,12 @@
 
 :class:`LiveProgress` prints the same per-node lines as :class:`ProgressPrinter`; when the
 console is a terminal it also keeps a live footer under them: the node being evaluated and
-its hypothesis, iterations used of the budget, the run's best score so far (the last node
-accepted, with its standard error), elapsed time, tokens and cost. Piped into a file or a CI
-log it degrades to the plain lines alone.
+its hypothesis (or what the run is doing between nodes: preparing the task's data, running
+the seeds, running seed replicates, waiting for the agent, finishing), iterations used of
+the budget, the run's best score so far (the last node accepted, with its standard error),
+elapsed time, tokens and cost. The footer goes the moment the run stops, before the stop
+line is printed, so nothing repaints under the summary. Piped into a file or a CI log it
+degrades to the plain lines alone.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from rich.text import Text
 
 from rlab_core.records import NodeKind
 from rlab_core.report.numbers import format_score
+from rlab_core.report.sanitize import one_line
 from rlab_core.report.terminal import ProgressPrinter
 from rlab_core.tree import Tree
 
@@ -54,11 +58,15 @@ class LiveProgress(ProgressPrinter):
         self.tokens = 0
         self.cost = 0.0
         self.metric = "score"
+        #: what the run does between nodes, a key of :data:`PHASE_WORDS`
+        self.phase = "preparing"
         #: seed replicates are running (the training-noise measurement's or the finalists')
         self.replicating = False
         #: nodes being evaluated now, by id (several with --workers)
         self.running: dict[str, dict[str, Any]] = {}
         self.live: Live | None = None
+        #: the phase a resumed run goes back to: the search once a seed has finished
+        self.resume_phase = "search" if prior is not None and prior.seeds() else "seeds"
         if prior is not None:
             self.higher = prior.higher_is_better
             self.iterations = prior.iterations_used()
@@ -101,8 +109,13 @@ class LiveProgress(ProgressPrinter):
         if kind == "run_started":
             self.metric = event.get("primary_metric", self.metric)
             self.higher = bool(event.get("higher_is_better", True))
+            self.phase = "seeds"
+        elif kind == "run_resumed":
+            self.phase = self.resume_phase
         elif kind == "node_started":
             self.running[event["id"]] = {**event, "since": time.monotonic()}
+            if event.get("kind") != NodeKind.SEED:
+                self.phase = "search"
         elif kind == "node_abandoned":
             self.running.pop(event["id"], None)
         elif kind == "node_finished":
@@ -115,12 +128,19 @@ class LiveProgress(ProgressPrinter):
             self.cost += float(usage.get("cost_usd", 0.0))
         elif kind == "replicate_scored":
             self.replicating = True
-        elif kind in ("finalists_chosen", "seed_noise_measured"):
+        elif kind == "seed_noise_measured":
             self.replicating = False
-        super().__call__(event)  # the plain lines; on a terminal Live prints them above the footer
-        if kind == "run_stopped":
+            self.phase = "search"
+        elif kind == "finalists_chosen":
+            self.replicating = False
+            self.phase = "finishing"
+        elif kind == "run_stopped":
+            # the footer goes first: Live's last refresh then draws nothing, and the stop
+            # line and the summary below it are never painted over
+            self.phase = "stopped"
             self.running.clear()
             self.close()
+        super().__call__(event)  # the plain lines; on a terminal Live prints them above the footer
 
     # ------------------------------------------------------------------ the footer
 
@@ -148,22 +168,34 @@ class LiveProgress(ProgressPrinter):
             )
         return "  ·  ".join(parts)
 
+    def waiting_words(self) -> str:
+        """What the run does while no node is being evaluated."""
+        if self.replicating:
+            return PHASE_WORDS["replicates"]
+        if self.phase == "search" and self._budget_spent():
+            return PHASE_WORDS["finishing"]
+        return PHASE_WORDS[self.phase]
+
+    def _budget_spent(self) -> bool:
+        # no new hypothesis is asked for: what follows is the finalists' round and the report
+        return self.iterations_max is not None and self.iterations >= self.iterations_max
+
     def __rich__(self) -> RenderableType:
+        if self.phase == "stopped":
+            return Text("")
         lines = []
         for c in list(self.running.values()):
             lines.append(
                 Text.assemble(
                     ("evaluating ", "bold"),
-                    (c["id"], "bold cyan"),
-                    f" ({c.get('kind', '?')} ← {c.get('parent_id') or '-'}, "
+                    (one_line(c["id"]), "bold cyan"),
+                    f" ({one_line(c.get('kind', '?'))} ← {one_line(c.get('parent_id') or '-')}, "
                     f"{time.monotonic() - c['since']:.0f}s): ",
-                    (" ".join(str(c.get("hypothesis") or "(no hypothesis)").split()), ""),
+                    (one_line(c.get("hypothesis") or "(no hypothesis)"), ""),
                 )
             )
-        if not lines and self.replicating:
-            lines.append(Text("running seed replicates…", style="dim"))
         if not lines:
-            lines.append(Text("waiting for the agent's next hypothesis…", style="dim"))
+            lines.append(Text(self.waiting_words(), style="dim"))
         top = Table.grid(padding=(0, 1))
         for what in lines:
             what.no_wrap, what.overflow = True, "ellipsis"
@@ -177,6 +209,17 @@ class LiveProgress(ProgressPrinter):
         else:
             bar.add_row(Text(self.status_line(), style="dim"))
         return Group(top, bar)
+
+
+#: the footer's words while no node is being evaluated, by phase
+PHASE_WORDS = {
+    "preparing": "preparing the task's data…",
+    "seeds": "running the seeds…",
+    "replicates": "running seed replicates…",
+    "search": "waiting for the agent's next hypothesis…",
+    "finishing": "finishing the run…",
+    "stopped": "",
+}
 
 
 def _clock(seconds: float) -> str:

@@ -226,3 +226,52 @@ def seed_noise_text(event: Mapping[str, Any] | None) -> str | None:
         f"training-seed noise: {event.get('node_id')} over seeds {seeds}: "
         f"SD {format_number(sd)}, counted in every verdict"
     )
+
+
+#: The medal fields of a Kaggle-style grading report (mle-bench's): the medal won, the
+#: thresholds, the median and the board's direction; :func:`medal_text` says them in words.
+MEDAL_FIELDS = (
+    "is_lower_better",
+    "gold_medal",
+    "silver_medal",
+    "bronze_medal",
+    "any_medal",
+    "above_median",
+    "gold_threshold",
+    "silver_threshold",
+    "bronze_threshold",
+    "median_threshold",
+)
+
+
+def _compact(value: Any) -> str:
+    """A threshold as a short number: ``0.95``, ``1234.5``, ``1.2e-05``."""
+    return f"{value:.6g}".replace("-", MINUS) if _finite(value) else "-"
+
+
+def medal_text(report: Mapping[str, Any]) -> str | None:
+    """``medal: gold (gold >= 0.95, silver >= 0.9, bronze >= 0.85, above the median 0.8)``
+    from a ``final_report.json`` whose test grading names medals (``None`` otherwise).
+
+    The grading report in ``test_details`` is read first, else the test metrics, where
+    the medals are numbers (1.0 for the medal won).
+    """
+    details = report.get("test_details") or {}
+    grading = details.get("grading_report") if isinstance(details, Mapping) else None
+    fields = grading if isinstance(grading, Mapping) else report.get("test_metrics") or {}
+    if not any(f"{tier}_medal" in fields for tier in ("gold", "silver", "bronze")):
+        return None
+    won = next((t for t in ("gold", "silver", "bronze") if fields.get(f"{t}_medal")), "none")
+    lower = fields.get("is_lower_better")
+    if lower is None:
+        lower = not bool(report.get("higher_is_better", True))
+    reach = "\u2264" if lower else "\u2265"
+    bars = [
+        f"{tier} {reach} {_compact(fields[f'{tier}_threshold'])}"
+        for tier in ("gold", "silver", "bronze")
+        if _finite(fields.get(f"{tier}_threshold"))
+    ]
+    if _finite(fields.get("median_threshold")) and "above_median" in fields:
+        side = "above" if fields.get("above_median") else "not above"
+        bars.append(f"{side} the median {_compact(fields['median_threshold'])}")
+    return f"medal: {won}" + (f" ({', '.join(bars)})" if bars else "")

@@ -3,17 +3,14 @@
    html.py wraps this file and report_detail.js in one function scope. */
   var D = JSON.parse(document.getElementById("rlab-data").textContent);
   var NS = "http://www.w3.org/2000/svg";
-  var COLORS = { improved: "#16a34a", evaluated: "#64748b", failed: "#dc2626", repaired: "#d97706",
-    recovered_failure: "#9333ea", running: "#0891b2" };
+  var COLORS = { improved: "#16a34a", improved_off_path: "#65a30d", evaluated: "#64748b", failed: "#dc2626",
+    repaired: "#d97706", recovered_failure: "#9333ea", running: "#0891b2" };
   var ACCENT = "#4338ca";
   var byId = {}, kids = {}, selected = null, onPath = {};
   D.nodes.forEach(function (n) { byId[n.id] = n; kids[n.id] = []; });
-  D.nodes.forEach(function (n) { if (n.parent_id && byId[n.parent_id]) kids[n.parent_id].push(n.id); });
+  // tree_rows is creation order with subtrees contiguous, so each child list is in creation order
+  D.tree_rows.forEach(function (r) { var p = byId[r.id].parent_id; if (p && byId[p]) kids[p].push(r.id); });
   D.winner_path.forEach(function (id) { onPath[id] = true; });
-  // the winner's path continues straight down its parent's lane; side branches fork right
-  Object.keys(kids).forEach(function (k) {
-    kids[k].sort(function (a, b) { return (onPath[b] ? 1 : 0) - (onPath[a] ? 1 : 0) || (a < b ? -1 : a > b ? 1 : 0); });
-  });
   var higher = D.run.higher_is_better, metric = D.run.primary_metric;
 
   // ------------------------------------------------------------------ helpers
@@ -55,6 +52,8 @@
   function int(v) { return num(v) ? Math.round(v).toLocaleString("en-US") : "–"; }
   function usd(v) { return num(v) ? "$" + v.toFixed(v < 1 ? 4 : 2) : "–"; }
   function chip(outcome) { return h("span", { class: "chip o-" + outcome, text: D.outcome_labels[outcome] || outcome }); }
+  // why a node failed, in a word or two; the stage and the journal's sentence on hover
+  function cause(f) { return h("span", { class: "cause", text: f.cause, title: f.cause_detail }); }
   function better(a, b) { return b === null || (higher ? a > b : a < b); }
   function card(label, value, note, cls, valueCls) {
     return h("div", { class: "card " + (cls || "") }, [h("div", { class: "label", text: label }),
@@ -124,7 +123,7 @@
   }
 
   function legend(el, extra) {
-    ["improved", "evaluated", "failed", "repaired", "recovered_failure"].forEach(function (o) {
+    ["improved", "improved_off_path", "evaluated", "failed", "repaired", "recovered_failure"].forEach(function (o) {
       el.appendChild(h("span", {}, [h("i", { class: "sw", style: "background:" + COLORS[o] }), D.outcome_labels[o]]));
     });
     (extra || []).forEach(function (x) { el.appendChild(x); });
@@ -132,35 +131,26 @@
 
   // ------------------------------------------------------------------ the decision tree
   var ROW = 30, LANE = 16, PAD = 12;
+  // rows and lanes come from report/tree_layout.py: creation order, subtrees contiguous, a
+  // last child in its parent's lane and the others one lane right, so no connectors cross
   function treeView() {
-    var roots = D.nodes.filter(function (n) { return !n.parent_id || !byId[n.parent_id]; }).map(function (n) { return n.id; });
-    var order = [], row = {}, lane = {}, lanes = [];
-    (function walk(ids) { ids.forEach(function (id) { row[id] = order.length; order.push(id); walk(kids[id]); }); })(roots);
-    function chainEnd(id) { while (kids[id].length) id = kids[id][0]; return row[id]; }
-    function alloc(a, b) {
-      for (var l = 0; ; l++) {
-        lanes[l] = lanes[l] || [];
-        if (lanes[l].every(function (iv) { return b < iv[0] || a > iv[1]; })) { lanes[l].push([a, b]); return l; }
-      }
-    }
-    order.forEach(function (id) {
-      var p = byId[id].parent_id;
-      if (!p || !byId[p]) lane[id] = alloc(row[id], chainEnd(id));
-      else if (kids[p][0] === id) lane[id] = lane[p];
-      else lane[id] = alloc(row[p], chainEnd(id));
-    });
-    var width = PAD + Math.max(lanes.length, 1) * LANE, box = $("tree");
+    var order = [], row = {}, lane = {}, lanes = 1;
+    D.tree_rows.forEach(function (r, i) { order.push(r.id); row[r.id] = i; lane[r.id] = r.lane; lanes = Math.max(lanes, r.lane + 1); });
+    var width = PAD + lanes * LANE, box = $("tree");
     function X(id) { return PAD + lane[id] * LANE; }
     function Y(id) { return row[id] * ROW + ROW / 2; }
     var svg = s("svg", { class: "lanes", width: width, height: order.length * ROW, "aria-hidden": "true" });
-    order.forEach(function (id) {
+    // each connector runs down its parent's lane (the trunk) and, into a child one lane to
+    // the right, turns in an elbow just above the child's row; the winner's path goes on top
+    var edges = order.filter(function (id) { var p = byId[id].parent_id; return p && byId[p]; });
+    edges.sort(function (a, b) { return (onPath[a] && onPath[byId[a].parent_id] ? 1 : 0) - (onPath[b] && onPath[byId[b].parent_id] ? 1 : 0); });
+    edges.forEach(function (id) {
       var n = byId[id], p = n.parent_id;
-      if (!p || !byId[p]) return;
       var x1 = X(p), y1 = Y(p), x2 = X(id), y2 = Y(id), hot = onPath[id] && onPath[p];
       var d = x1 === x2 ? "M" + x1 + " " + y1 + " V" + y2
-        : "M" + x1 + " " + y1 + " C" + x1 + " " + (y1 + ROW * 0.6) + " " + x2 + " " + (y1 + ROW * 0.2) + " " + x2 + " " + (y1 + ROW * 0.8) + " V" + y2;
+        : "M" + x1 + " " + y1 + " V" + (y2 - ROW * 0.7) + " Q" + x1 + " " + y2 + " " + x2 + " " + y2;
       svg.appendChild(s("path", { d: d, fill: "none", stroke: hot ? ACCENT : "#cbd5e1", "stroke-width": hot ? 3 : 1.6,
-        "stroke-dasharray": n.kind === "debug" ? "4 3" : null, class: "edge" + (hot ? " winner" : "") }));
+        "stroke-dasharray": n.kind === "debug" ? "4 3" : null, class: "edge" + (hot ? " winner" : ""), "data-from": p, "data-to": id }));
     });
     order.forEach(function (id) {
       var n = byId[id], c = COLORS[n.outcome] || "#999", x = X(id), y = Y(id), shape;
@@ -169,112 +159,24 @@
         "stroke-dasharray": n.outcome === "running" ? "3 2" : null, "stroke-width": 2 });
       shape.setAttribute("class", "tdot");
       shape.setAttribute("data-id", id);
+      shape.setAttribute("data-lane", lane[id]);
       if (onPath[id]) svg.appendChild(s("circle", { cx: x, cy: y, r: 9.5, fill: "none", stroke: ACCENT, "stroke-width": 2 }));
       svg.appendChild(shape);
     });
     box.appendChild(svg);
     order.forEach(function (id) {
-      var n = byId[id], fail = n.failure ? " — [" + n.failure.stage + "] " + n.failure.message : "";
+      var n = byId[id], f = n.failure;
       box.appendChild(h("div", { class: "tnode" + (onPath[id] ? " path" : ""), "data-id": id, role: "treeitem",
-        style: "padding-left:" + (width + 8) + "px", title: n.hypothesis + fail, on: { click: function () { select(id, true); } } }, [
+        style: "padding-left:" + (width + 8) + "px", title: n.hypothesis + (f ? "\n" + f.cause + " — " + f.cause_detail : ""),
+        on: { click: function () { select(id, true); } } }, [
         h("span", { class: "tid" }, [id, D.best === id ? h("span", { class: "star", text: " ★" }) : null]),
-        h("span", { class: "tscore", text: pm(n.primary, n.se_text) }),
+        h("span", { class: "tscore" }, [f ? cause(f) : pm(n.primary, n.se_text)]),
         h("span", { class: "tchip" }, [chip(n.outcome)]),
         h("span", { class: "tkind", text: n.kind }),
-        h("span", { class: "thyp", text: n.hypothesis + fail })]));
+        h("span", { class: "thyp", text: n.hypothesis })]));
     });
     legend($("legend"), [h("span", {}, [h("i", { class: "sw line", style: "background:" + ACCENT }), "winner's path"]),
       h("span", { text: "■ seed  ┆ repair" })]);
-  }
-
-  // ------------------------------------------------------------------ the chart
-  function ticks(lo, hi, n) {
-    var span = hi - lo || Math.abs(hi) || 1, step = Math.pow(10, Math.floor(Math.log10(span / n))), err = span / n / step;
-    step *= err >= 7.5 ? 10 : err >= 3.5 ? 5 : err >= 1.5 ? 2 : 1;
-    var out = [];
-    for (var v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(+v.toFixed(12));
-    return out;
-  }
-  function chartView() {
-    var box = $("chart"), W = Math.max(box.clientWidth || 800, 360), H = 300, L = 64, R = 16, T = 14, B = 44;
-    var pts = D.nodes.filter(function (n) { return num(n.primary); });
-    var fails = D.nodes.filter(function (n) { return n.primary === null && n.outcome !== "running" && num(n.iteration); });
-    var svg = s("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img", "aria-label": "validation score per iteration" });
-    box.appendChild(svg);
-    if (!pts.length) { svg.appendChild(s("text", { x: W / 2, y: H / 2, "text-anchor": "middle", text: "no evaluated node yet" })); return; }
-    var xs = D.nodes.filter(function (n) { return num(n.iteration); }).map(function (n) { return n.iteration; });
-    var xmax = Math.max(1, Math.max.apply(null, xs)), ys = [];
-    pts.forEach(function (n) {
-      var e = num(n.standard_error) ? n.standard_error : 0;
-      ys.push(n.primary - e, n.primary + e);
-    });
-    var lo = Math.min.apply(null, ys), hi = Math.max.apply(null, ys), pad = (hi - lo) * 0.08 || Math.abs(hi) * 0.01 || 0.01;
-    lo -= pad; hi += pad;
-    function px(x) { return L + (x / xmax) * (W - L - R); }
-    function py(y) { return T + (1 - (y - lo) / (hi - lo)) * (H - T - B); }
-    var yt = ticks(lo, hi, 5), dec = yt.length > 1 ? Math.max(0, Math.min(8, -Math.floor(Math.log10(yt[1] - yt[0]) + 1e-9))) : 3;
-    yt.forEach(function (v) {
-      if (v < lo || v > hi) return;
-      svg.appendChild(s("line", { class: "grid-line", x1: L, x2: W - R, y1: py(v), y2: py(v) }));
-      svg.appendChild(s("text", { x: L - 8, y: py(v) + 4, "text-anchor": "end", text: v.toFixed(dec) }));
-    });
-    ticks(0, xmax, Math.min(xmax, 12)).filter(function (v) { return v === Math.round(v); }).forEach(function (v) {
-      svg.appendChild(s("text", { x: px(v), y: H - B + 16, "text-anchor": "middle", text: v }));
-    });
-    svg.appendChild(s("line", { class: "axis", x1: L, x2: W - R, y1: H - B, y2: H - B }));
-    svg.appendChild(s("line", { class: "axis", x1: L, x2: L, y1: T, y2: H - B }));
-    svg.appendChild(s("text", { x: (L + W - R) / 2, y: H - 8, "text-anchor": "middle", text: "iteration (seeds at 0)" }));
-    svg.appendChild(s("text", { x: 14, y: (T + H - B) / 2, "text-anchor": "middle",
-      transform: "rotate(-90 14 " + (T + H - B) / 2 + ")", text: metric + (higher ? " ↑" : " ↓") }));
-    // the run's best after each node: the last node accepted (a gain within noise never moves it)
-    var best = null, d = "";
-    pts.forEach(function (n, i) {
-      var prev = best;
-      if (n.best_after && num(n.best_after.score)) best = n.best_after.score;
-      else if (better(n.primary, best)) best = n.primary;
-      d += i === 0 ? "M" + px(n.iteration) + " " + py(best) : " H" + px(n.iteration) + (best !== prev ? " V" + py(best) : "");
-    });
-    d += " H" + px(xmax);
-    svg.appendChild(s("path", { class: "best-line", d: d }));
-    fails.forEach(function (n) {
-      var x = px(n.iteration), y = H - B - 8, g = s("g", { class: "fail-mark", "data-id": n.id });
-      g.appendChild(s("path", { d: "M" + (x - 4) + " " + (y - 4) + " L" + (x + 4) + " " + (y + 4) + " M" + (x + 4) + " " + (y - 4) + " L" + (x - 4) + " " + (y + 4),
-        stroke: COLORS[n.outcome] || COLORS.failed }));
-      hover(g, n);
-      svg.appendChild(g);
-    });
-    pts.forEach(function (n) {  // ±1 standard error, under the points
-      if (!num(n.standard_error) || n.standard_error <= 0) return;
-      var x = px(n.iteration), y1 = py(n.primary - n.standard_error), y2 = py(n.primary + n.standard_error);
-      var g = s("g", { class: "err-bar", "data-id": n.id });
-      g.appendChild(s("path", { d: "M" + x + " " + y1 + " V" + y2 + " M" + (x - 4) + " " + y1 + " H" + (x + 4) + " M" + (x - 4) + " " + y2 + " H" + (x + 4),
-        stroke: COLORS[n.outcome] || "#999" }));
-      hover(g, n);
-      svg.appendChild(g);
-    });
-    pts.forEach(function (n) {
-      var c = s("circle", { class: "point", "data-id": n.id, cx: px(n.iteration), cy: py(n.primary), r: D.best === n.id ? 7 : 5,
-        fill: COLORS[n.outcome] || "#999" });
-      hover(c, n);
-      svg.appendChild(c);
-    });
-    var win = D.best && byId[D.best];
-    if (win && num(win.primary) && num(win.iteration)) {
-      var bx = px(win.iteration), right = bx > W - 160;
-      svg.appendChild(s("text", { class: "best-label", x: bx + (right ? -12 : 12), y: py(win.primary) - 10,
-        "text-anchor": right ? "end" : "start", text: "★ " + win.id + "  " + pm(win.primary, win.se_text) }));
-    }
-    $("chart-legend").appendChild(h("span", {}, [h("i", { class: "sw line", style: "background:" + ACCENT }), "best so far (accepted nodes)"]));
-    $("chart-legend").appendChild(h("span", { text: "I ±1 standard error" }));
-    $("chart-legend").appendChild(h("span", { text: "● evaluated node   × failed node (colour = status)" }));
-  }
-  function hover(el, n) {
-    el.addEventListener("mousemove", function (ev) {
-      showTip(ev, [n.id + "  ·  " + (num(n.primary) ? metric + " " + pm(n.primary, n.se_text) : "failed") + "  ·  " + (D.outcome_labels[n.outcome] || n.outcome),
-        n.gain ? "vs " + n.gain.against + ": " + n.gain.text : "", n.hypothesis].filter(Boolean));
-    });
-    el.addEventListener("mouseleave", hideTip);
-    el.addEventListener("click", function () { select(n.id, true); });
   }
 
   // ------------------------------------------------------------------ the experiment table
@@ -317,7 +219,7 @@
       var row = h("tr", { "data-id": n.id, class: n.id === selected ? "selected" : "", on: { click: function () { select(n.id, true); } } });
       cols.forEach(function (c) {
         var v = c.get(n), cell;
-        if (c.key === "outcome") cell = h("td", {}, [chip(n.outcome)]);
+        if (c.key === "outcome") cell = h("td", {}, [chip(n.outcome), n.failure ? h("div", {}, [cause(n.failure)]) : null]);
         else if (c.key === "gain") cell = h("td", { class: "num" }, [verdict(n.gain)]);
         else if (c.cell) cell = h("td", { class: "num", text: num(v) ? c.cell(n) : "–" });
         else if (c.key === "hypothesis") cell = h("td", { class: "hyp" }, [v, n.failure ? h("div", { class: "bad",
@@ -389,9 +291,12 @@
       h("h3", { text: "Isolation" }),
       iso.warning ? h("p", { class: "bad", text: iso.warning }) : null,
       kv(Object.keys(iso).map(function (k) { return [k, String(iso[k])]; }))]));
-    var run = D.run, cfg = D.config;
+    var run = D.run, cfg = D.config, C = D.candidates || {};
     facts.appendChild(h("div", {}, [h("h3", { text: "Run" }), kv([["agent", run.agent || "?"], ["strategy", run.strategy || "?"],
-      ["sandbox", run.sandbox || "?"], ["created", run.created || "?"]].concat(
+      ["sandbox", run.sandbox || "?"], ["created", run.created || "?"],
+      ["candidate timeout", num(C.timeout_s) ? (C.timeout_s < 60 && C.timeout_s % 1 === 0 ? C.timeout_s + " s" : secs(C.timeout_s)) : "the task's default"],
+      ["candidate memory", num(C.memory_mb) ? int(C.memory_mb) + " MiB" : "the task's default"],
+      ["workers", num(C.workers) ? String(C.workers) + (C.parallel_order ? " (" + C.parallel_order + ")" : "") : "?"]].concat(
       Object.keys(cfg).map(function (k) { return [k, cfg[k] === null ? "–" : String(cfg[k])]; }),
       Object.keys(D.machine).map(function (k) { return [k, String(D.machine[k])]; })))]));
     facts.appendChild(h("div", {}, [h("h3", { text: "Versions" }),
@@ -401,8 +306,10 @@
   }
 
   header();
+  handoverView();
   treeView();
   chartView();
+  seedDiffView();
   tableView();
   selectionView();
   factsView();

@@ -28,8 +28,8 @@
     if (rel.length) box.appendChild(h("div", { class: "muted" }, rel));
     box.appendChild(h("p", { class: "hyp", text: n.hypothesis }));
     if (n.rationale) box.appendChild(h("p", { class: "muted", text: n.rationale }));
-    if (n.failure) box.appendChild(h("div", { class: "failure", text: "[" + n.failure.stage + "] " + n.failure.message +
-      (n.closed_reason ? "\nbranch closed: " + n.closed_reason : "") }));
+    if (n.failure) box.appendChild(h("div", { class: "failure" }, [h("b", { text: n.failure.cause }), " · " + n.failure.cause_detail +
+      (n.closed_reason ? "\nbranch closed: " + n.closed_reason : "")]));
     if (num(n.primary)) {
       box.appendChild(h("h3", { text: "Validation metrics" }));
       var pairs = D.metrics.filter(function (m) { return m in (n.metrics || {}) || m === metric; }).map(function (m) {

@@ -1,34 +1,52 @@
-"""Terminal views: one line per finished node while a run goes, the node table and the tree.
+"""Terminal views: one line per finished node while a run goes, the finalists and the tree
+(the node table is :mod:`.node_table`).
 
 Every validation score is printed with its bootstrap standard error (``0.66733 ± 0.0073``)
-and every gain with its verdict (``+0.0046 within noise``); see :mod:`.numbers`.
+and every gain with its verdict (``+0.0046 within noise``); see :mod:`.numbers`. Text from
+the run (hypotheses, failure messages, reasons) goes through :mod:`.sanitize` first, so an
+escape sequence from a candidate is shown, never obeyed, and rich markup in it stays literal.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
-from rich.console import Console, Group, RenderableType
-from rich.markup import escape
+from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree as RichTree
 
-from rlab_core.records import Gain, Node, NodeKind, NodeStatus
+from rlab_core.records import Node, NodeKind, NodeStatus
+from rlab_core.report.node_table import gain_markup, node_table, score_text
 from rlab_core.report.numbers import (
     format_number,
-    format_score,
     format_se,
-    gain_text,
-    gain_verdict,
-    level_text,
     mean_spread_text,
     seed_noise_text,
     seed_order,
 )
-from rlab_core.report.status import OUTCOME_LABEL, OUTCOME_STYLE, Outcome, classify, winner_path
+from rlab_core.report.sanitize import clean, one_line, safe
+from rlab_core.report.status import (
+    OUTCOME_LABEL,
+    OUTCOME_STYLE,
+    Outcome,
+    classify,
+    failure_cause,
+    winner_path,
+)
 from rlab_core.tree import Tree
+
+__all__ = [
+    "ProgressPrinter",
+    "finalists_rule",
+    "finalists_table",
+    "node_table",
+    "node_tree",
+    "tree_legend",
+    "unbroken_lines",
+]
 
 STATUS_STYLE = {
     NodeStatus.EVALUATED: "green",
@@ -36,35 +54,25 @@ STATUS_STYLE = {
     NodeStatus.RECOVERED_FAILURE: "magenta",
 }
 
-#: rich styles of a gain's verdict
-VERDICT_STYLE = {
-    "better": "green",
-    "within noise": "yellow",
-    "worse": "red",
-    "unmeasured": "dim",
-}
-
-#: the hypothesis column needs at least this many characters, else it goes below the table
-HYPOTHESIS_MIN = 30
 #: a tree label keeps its kind and wall time while the hypothesis keeps this many characters
 HYPOTHESIS_ROOM = 24
 
 
-def _score_text(node: Node) -> str:
-    """The node's validation score with its standard error, or ``-``."""
-    if node.score is None:
-        return "-"
-    return format_score(node.score.primary, node.score.standard_error)
+def unbroken_lines(console: Console) -> bool:
+    """Whether lines go out unbroken (``soft_wrap``): off a terminal (a pipe, a file, a CI
+    log), unless ``COLUMNS`` asks for a width.
 
-
-def _gain_markup(gain: Gain | Mapping[str, Any] | None) -> str:
-    if gain is None:
-        return ""
-    return f"[{VERDICT_STYLE.get(gain_verdict(gain), 'white')}]{gain_text(gain)}[/]"
+    rich would break them at 80 columns there, splitting paths and commands for whoever
+    copies or greps them; tables keep the console's width either way.
+    """
+    return not console.is_terminal and not os.environ.get("COLUMNS")
 
 
 class ProgressPrinter:
-    """Prints run events as plain lines; works on terminals and in logs alike."""
+    """Prints run events as plain lines; works on terminals and in logs alike.
+
+    Off a terminal a line is never broken at the console's width (:func:`unbroken_lines`).
+    """
 
     def __init__(self, console: Console) -> None:
         self.console = console
@@ -76,57 +84,62 @@ class ProgressPrinter:
         self.metric = "score"
         self._noted = False
 
+    def say(self, markup: str) -> None:
+        """Print one line (rich markup; run text in it already :func:`safe`)."""
+        self.console.print(markup, soft_wrap=unbroken_lines(self.console))
+
     def _warn(self, event: dict[str, Any]) -> None:
         """Say loudly when candidates can read private data (an explicit opt-in)."""
         if event.get("isolation_warning"):
             self.console.print(
-                f"[bold red]WARNING: {escape(event['isolation_warning'])}[/]", soft_wrap=True
+                f"[bold red]WARNING: {safe(event['isolation_warning'])}[/]", soft_wrap=True
             )
 
     def _note(self, event: dict[str, Any]) -> None:
         """Say once when the benchmark cannot tell a gain from noise."""
         if event.get("acceptance_note") and not self._noted:
             self._noted = True
-            self.console.print(f"[yellow]note:[/] {escape(event['acceptance_note'])}")
+            self.say(f"[yellow]note:[/] {safe(event['acceptance_note'])}")
 
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event["type"]
         if kind == "run_started":
             self.higher = bool(event.get("higher_is_better", True))
             self.metric = event.get("primary_metric", self.metric)
-            self.console.print(
-                f"[bold]run[/] {event['run_id']}  task [cyan]{event['task']}[/]  metric "
-                f"{event['primary_metric']} ({'higher' if self.higher else 'lower'} is better)  "
-                f"isolation [bold]{event['isolation']}[/]"
+            self.say(
+                f"[bold]run[/] {safe(event['run_id'])}  task [cyan]{safe(event['task'])}[/]  "
+                f"metric {safe(event['primary_metric'])} "
+                f"({'higher' if self.higher else 'lower'} is better)  "
+                f"isolation [bold]{safe(event['isolation'])}[/]"
             )
             self._warn(event)
             self._note(event)
         elif kind == "run_resumed":
-            self.console.print(
+            abandoned = ", ".join(safe(a) for a in event["abandoned"]) or "none"
+            self.say(
                 f"[bold]resumed[/] with {event['nodes']} completed nodes; abandoned: "
-                f"{', '.join(event['abandoned']) or 'none'}; isolation [bold]{event['isolation']}[/]"
+                f"{abandoned}; isolation [bold]{safe(event['isolation'])}[/]"
             )
             self._warn(event)
         elif kind == "node_finished":
             self._node(Node.model_validate(event["node"]))
         elif kind == "branch_closed":
-            self.console.print(
-                f"  [magenta]branch closed[/] {', '.join(event['node_ids'])}: {escape(event['reason'])}"
-            )
+            ids = ", ".join(safe(i) for i in event["node_ids"])
+            self.say(f"  [magenta]branch closed[/] {ids}: {safe(event['reason'], newlines=False)}")
         elif kind == "parent_exhausted":
-            self.console.print(
-                f"  [dim]{event['node_id']} exhausted: {escape(event.get('reason', ''))}[/]"
-            )
+            reason = safe(event.get("reason", ""), newlines=False)
+            self.say(f"  [dim]{safe(event['node_id'])} exhausted: {reason}[/]")
         elif kind == "replicate_scored":
             self._replicate(event)
         elif kind == "seed_noise_measured":
-            self.console.print(f"  [cyan]{escape(seed_noise_text(event) or '')}[/]")
+            self.say(f"  [cyan]{safe(seed_noise_text(event) or '', newlines=False)}[/]")
         elif kind == "finalists_chosen":
             self.console.print(
                 finalists_table(event, higher_is_better=self.higher, metric=self.metric)
             )
+            self.console.print(finalists_rule(event), soft_wrap=unbroken_lines(self.console))
         elif kind == "run_stopped":
-            self.console.print(f"[bold]stopped:[/] {escape(event['reason'])}")
+            self.say(f"[bold]stopped:[/] {safe(event['reason'], newlines=False)}")
 
     def _becomes_best(self, node: Node) -> bool:
         """Whether the node became the run's best (:meth:`Tree.best`'s rule, one node at a time).
@@ -151,36 +164,41 @@ class ProgressPrinter:
             else:
                 mark = " [bold green]★ new best[/]"
         if node.score is not None:
-            detail = f"val {_score_text(node)}"
+            detail = f"val {score_text(node)}"
             if node.gain is not None:
-                detail += f"  {_gain_markup(node.gain)}"
+                detail += f"  {gain_markup(node.gain)}"
             if node.versus_best is not None:
                 detail += (
-                    f"  (vs best {node.versus_best.against}: {_gain_markup(node.versus_best)})"
+                    f"  (vs best {safe(node.versus_best.against)}: {gain_markup(node.versus_best)})"
                 )
+        elif (cause := failure_cause(node)) is not None and node.failure is not None:
+            message = safe(one_line(node.failure.message, 160))
+            detail = f"[red]failed: {safe(cause.label)}[/] — {message}"
         else:
-            detail = f"[red]{escape(node.failure.message[:160]) if node.failure else ''}[/]"
+            detail = "[red]failed[/]"
         wall = f"{node.execution.wall_s:.1f}s" if node.execution else "-"
-        self.console.print(
-            f"  [{style}]{node.id}[/] {node.kind:<7} ← {node.parent_id or '-':<5} {detail}  ({wall}){mark}\n"
-            f"      [dim]{escape(node.hypothesis[:180])}[/]"
+        parent = safe(node.parent_id or "-")
+        self.say(
+            f"  [{style}]{safe(node.id)}[/] {node.kind:<7} ← {parent:<5} {detail}  ({wall}){mark}\n"
+            f"      [dim]{safe(one_line(node.hypothesis, 180))}[/]"
         )
 
     def _replicate(self, event: dict[str, Any]) -> None:
         """One finalist's run under another seed: ``replicate n0005 seed 1: 0.66520``."""
-        head = f"  [cyan]replicate[/] {event['node_id']} seed {event['seed']}"
+        head = f"  [cyan]replicate[/] {safe(event['node_id'])} seed {safe(event['seed'])}"
         wall = f"  ({float(event.get('wall_s') or 0.0):.1f}s)"
         if event.get("primary") is None:
-            failure = escape(str(event.get("failure") or "failed")[:160])
-            self.console.print(f"{head}: [red]failed[/] {failure}{wall}")
+            failure = safe(one_line(event.get("failure") or "failed", 160))
+            self.say(f"{head}: [red]failed[/] {failure}{wall}")
         else:
-            self.console.print(f"{head}: {format_number(event['primary'])}{wall}")
+            self.say(f"{head}: {format_number(event['primary'])}{wall}")
 
 
 def finalists_table(
     finalists: Mapping[str, Any], *, higher_is_better: bool = True, metric: str | None = None
 ) -> RenderableType:
-    """The finalists' seed replicates: node, a score per seed, mean ± spread, and the rule.
+    """The finalists' seed replicates: node, a score per seed, mean ± spread (the rule in
+    words is :func:`finalists_rule`).
 
     ``finalists`` is a ``finalists_chosen`` event (or :attr:`RunState.finalists`).
     """
@@ -208,115 +226,22 @@ def finalists_table(
             else:
                 cells.append("[dim]not run[/]")
         star = " ★" if row.get("node") == chosen else ""
-        table.add_row(f"{row.get('node')}{star}", *cells, mean_spread_text(row))
-    rule = Text.assemble((f"★ {chosen}", "bold"), f": {finalists.get('rule') or ''}")
-    return Group(table, rule)
+        table.add_row(f"{safe(row.get('node'))}{star}", *cells, mean_spread_text(row))
+    return table
 
 
-def _unit(tree: Tree) -> str | None:
-    return next(
-        (n.score.resample_unit for n in tree.evaluated() if n.score and n.score.resample_unit),
-        None,
-    )
+def finalists_rule(finalists: Mapping[str, Any]) -> Text:
+    """``★ n0005: chosen by mean validation over 3 seeds ...``: the finalists' choice in words.
 
-
-def _hypothesis_text(node: Node) -> str:
-    """The hypothesis, and a failed node's failure in red (run text is escaped, not markup)."""
-    if node.failure is None:
-        return escape(node.hypothesis)
-    failure = escape(f"{node.failure.stage}: {node.failure.message[:200]}")
-    return f"{escape(node.hypothesis)}\n[red]{failure}[/]"
-
-
-def node_table(tree: Tree, title: str = "nodes", width: int | None = None) -> RenderableType:
-    """The ``rlab show`` table: id, parent, kind, status, val ± SE, the gain over the parent
-    with its verdict, wall, tokens and the hypothesis.
-
-    ``width`` is the console's: a narrower one drops wall and tokens, then folds the status
-    into the score and lists the hypotheses under the table, so no column is cut off.
+    Apart from :func:`finalists_table`, so a caller can print it unbroken off a terminal.
     """
-    chosen = tree.selected()
-    nodes = list(tree)
-    ids = [f"{n.id} ★" if chosen is not None and n.id == chosen.id else n.id for n in nodes]
-    val = [_score_text(n) for n in nodes]
-    gains = [gain_text(n.gain) for n in nodes]
-    statuses = [str(n.status) for n in nodes]
-
-    def need(columns: list[tuple[str, list[str]]]) -> int:
-        # the default box: one border and two spaces of padding per column, one closing border
-        return 1 + sum(3 + max([len(h)] + [len(c) for c in cells]) for h, cells in columns)
-
-    core: list[tuple[str, list[str]]] = [
-        ("id", ids),
-        ("parent", [n.parent_id or "-" for n in nodes]),
-        ("kind", [str(n.kind) for n in nodes]),
-    ]
-    timing: list[tuple[str, list[str]]] = [
-        ("wall s", [f"{n.execution.wall_s:.2f}" if n.execution else "-" for n in nodes]),
-        ("tokens", [str(n.usage.total_tokens) for n in nodes]),
-    ]
-    scores = [("status", statuses), ("val ± SE", val), ("vs parent", gains)]
-    room = width if width is not None else 10_000
-    if need(core + scores + timing) + 3 + HYPOTHESIS_MIN <= room:
-        layout = "full"
-    elif need(core + scores) + 3 + HYPOTHESIS_MIN <= room:
-        layout = "no-timing"
-    else:
-        layout = "compact"
-
-    table = Table(title=title)
-    for column, _ in core:
-        table.add_column(column, no_wrap=True)
-    if layout != "compact":
-        table.add_column("status", no_wrap=True)
-    table.add_column("val ± SE", no_wrap=True)
-    table.add_column("vs parent", no_wrap=True)
-    if layout == "full":
-        table.add_column("wall s", no_wrap=True)
-        table.add_column("tokens", no_wrap=True)
-    if layout != "compact":
-        table.add_column("hypothesis", overflow="fold", min_width=HYPOTHESIS_MIN, ratio=1)
-    for i, node in enumerate(nodes):
-        style = STATUS_STYLE.get(node.status, "white")
-        status = f"[{style}]{node.status}[/]"
-        cells = [ids[i], node.parent_id or "-", str(node.kind)]
-        if layout != "compact":
-            cells.append(status)
-            cells.append(val[i])
-        else:  # the status word stands where a failed node has no score
-            cells.append(val[i] if node.score is not None else status)
-        cells.append(_gain_markup(node.gain))
-        if layout == "full":
-            cells += [timing[0][1][i], timing[1][1][i]]
-        if layout != "compact":
-            cells.append(_hypothesis_text(node))
-        table.add_row(*cells)
-    parts: list[RenderableType] = [table]
-    if layout == "compact":
-        listing = Table.grid(padding=(0, 1))
-        listing.add_column(no_wrap=True)
-        listing.add_column(overflow="fold")
-        for node in nodes:
-            listing.add_row(node.id, _hypothesis_text(node))
-        parts.append(listing)
-    parts.append(table_legend(tree))
-    return Group(*parts)
-
-
-def table_legend(tree: Tree) -> Text:
-    """What the table's marks mean."""
-    unit = _unit(tree)
-    level = next((n.gain.level for n in tree if n.gain is not None), None)
-    parts = ["★ best: the node `rlab final` scores"]
-    parts.append("± bootstrap standard error" + (f" over {unit}" if unit else ""))
-    if level is not None:
-        parts.append(f"vs parent: gain (+ is better), {level_text(level)} one-sided")
-    return Text(" · ".join(parts), style="dim")
+    chosen = clean(finalists.get("node_id"))
+    return Text.assemble((f"★ {chosen}", "bold"), f": {one_line(finalists.get('rule'))}")
 
 
 def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """Run text on one line (control characters shown), cut to ``limit`` with ``…``."""
+    return one_line(text, limit)
 
 
 def _tree_label(
@@ -325,7 +250,7 @@ def _tree_label(
     style = OUTCOME_STYLE[outcome]
     label = Text()
     label.append("■ " if node.kind == NodeKind.SEED else "● ", style=style)
-    label.append(node.id, style="bold underline" if on_path else "")
+    label.append(clean(node.id), style="bold underline" if on_path else "")
     label.append(" ★" if best else "  ", style="bold yellow")
     value = format_number(node.score.primary) if node.score else "-"
     se = node.score.standard_error if node.score else None
@@ -340,9 +265,11 @@ def _tree_label(
         label.append(" ")
     if room - len(label) < HYPOTHESIS_ROOM // 2:
         return label  # no room for the hypothesis: one line per node beats a folded one
-    failure = f"  [{node.failure.stage}] {node.failure.message}" if node.failure else ""
-    text = _clip(" ".join(node.hypothesis.split()) + failure, room - len(label))
-    cut = min(len(text), len(" ".join(node.hypothesis.split())))
+    hypothesis = one_line(node.hypothesis)
+    cause = failure_cause(node)
+    failure = f"  [{cause.label}] {node.failure.message}" if cause and node.failure else ""
+    text = _clip(hypothesis + failure, room - len(label))
+    cut = min(len(text), len(hypothesis))
     label.append(text[:cut])
     label.append(text[cut:], style=style)
     return label
@@ -371,7 +298,7 @@ def node_tree(
             if n.score and n.score.standard_error is not None
         ]
     )
-    root = RichTree(Text(title, style="bold"), guide_style="dim")
+    root = RichTree(Text(clean(title), style="bold"), guide_style="dim")
     branches: dict[str, tuple[RichTree, int]] = {}
     for node in tree:  # finishing order: a parent always finished before its children
         parent, depth = branches.get(node.parent_id or "", (root, 0))
@@ -386,7 +313,7 @@ def node_tree(
         branches[node.id] = (parent.add(label), depth + 1)
     for node_id, (parent_id, hypothesis) in sorted((running or {}).items()):
         parent, depth = branches.get(parent_id or "", (root, 0))
-        label = Text.assemble(("◌ ", "cyan"), node_id, ("  running  ", "cyan"))
+        label = Text.assemble(("◌ ", "cyan"), clean(node_id), ("  running  ", "cyan"))
         label.append(_clip(hypothesis, max(width - 4 * (depth + 1) - len(label) - 1, 24)))
         parent.add(label)
     return root
