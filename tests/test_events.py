@@ -23,9 +23,11 @@ from rlab_core.events import (
     NodeStarted,
     ParentExhausted,
     ReplicateScored,
+    ReplicatesStarted,
     RunResumed,
     RunStarted,
     RunStopped,
+    SeedNoiseMeasured,
     parse_event,
 )
 from rlab_core.journal import Journal, read_events, replay
@@ -82,6 +84,10 @@ def _one_of_each() -> list[Event]:
         NodeAbandoned(id="n0002", reason="the run stopped while this node was running"),
         ReplicateScored(node_id="n0000", seed=1, primary=0.48, wall_s=0.2),
         ReplicateScored(node_id="n0000", seed=2, primary=None, failure="[run] exited with code 1"),
+        ReplicatesStarted(purpose="finalists", runs=[("n0000", 1), ("n0000", 2)]),
+        SeedNoiseMeasured(
+            node_id="n0000", scores={"0": 0.5, "1": 0.48, "2": 0.49}, failures={}, sd=0.01
+        ),
         FinalistsChosen(
             node_id="n0000",
             rule="chosen by mean validation over 2 seeds among the 1 best nodes accepted at 90%",

@@ -115,8 +115,20 @@ class ParentExhausted(Event):
     reason: str
 
 
+class ReplicatesStarted(Event):
+    """Seed replicates begin: ``runs`` lists ``[node_id, seed]`` pairs, ``purpose`` says why.
+
+    ``purpose`` is ``seed noise`` (the best seed, before the search) or ``finalists``.
+    """
+
+    TYPE: ClassVar[str] = "replicates_started"
+
+    purpose: str
+    runs: list[tuple[str, int]]
+
+
 class ReplicateScored(Event):
-    """A finalist re-run with another ``RLAB_SEED``: its validation score or why it failed."""
+    """A node re-run with another ``RLAB_SEED``: its validation score or why it failed."""
 
     TYPE: ClassVar[str] = "replicate_scored"
 
@@ -191,7 +203,9 @@ EVENT_TYPES: dict[str, type[Event]] = {
         NodeAbandoned,
         BranchClosed,
         ParentExhausted,
+        ReplicatesStarted,
         ReplicateScored,
+        SeedNoiseMeasured,
         FinalistsChosen,
         RunStopped,
         BestExported,

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from rlab_core.events import ReplicateScored, SeedNoiseMeasured
+from rlab_core.events import ReplicateScored, ReplicatesStarted, SeedNoiseMeasured
 from rlab_core.journal import RunState
 from rlab_core.recorder import Recorder
 from rlab_core.records import Node, Timing
@@ -60,7 +60,9 @@ class Replicator:
         self.recorder = recorder
         self.time_left = time_left
 
-    def ensure(self, nodes: list[Node], seeds: list[int], workers: int = 1) -> None:
+    def ensure(
+        self, nodes: list[Node], seeds: list[int], workers: int = 1, purpose: str = "finalists"
+    ) -> None:
         """Run every (node, seed) pair that has no journaled replicate yet."""
         todo = [
             (node, seed)
@@ -70,6 +72,8 @@ class Replicator:
         ]
         if not todo:
             return
+        runs = [(node.id, seed) for node, seed in todo]
+        self.recorder.record(ReplicatesStarted(purpose=purpose, runs=runs))
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
             for future in [pool.submit(self.replicate, node, seed) for node, seed in todo]:
                 future.result()
@@ -160,7 +164,7 @@ def _seed_noise(
     sign = -1.0 if tree.higher_is_better else 1.0
     node = min(seeds, key=lambda n: sign * n.score.primary)  # type: ignore[union-attr]
     extra = seeds_after(base_seed, count)
-    replicator.ensure([node], extra, workers)
+    replicator.ensure([node], extra, workers, purpose="seed noise")
     scores, failures = replicator.outcomes(node, extra)
     if len(scores) + len(failures) < count:
         return None  # the time budget ran out: measured on a later resume, if any

@@ -126,7 +126,7 @@ class LiveProgress(ProgressPrinter):
             usage = node.get("usage") or {}
             self.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
             self.cost += float(usage.get("cost_usd", 0.0))
-        elif kind == "replicate_scored":
+        elif kind in ("replicates_started", "replicate_scored"):
             self.replicating = True
         elif kind == "seed_noise_measured":
             self.replicating = False
