@@ -22,6 +22,8 @@ from rlab_core.errors import ConfigError, UnknownNameError
 from rlab_core.plugins import PluginHost, validate_model
 
 PLUGIN_SECTIONS = ("agent_options", "strategy_options", "sandbox_options", "benchmark_options")
+#: Options of observer plugins, one mapping per observer: ``{"mlflow": {"enabled": true}}``.
+OBSERVER_SECTION = "observer_options"
 #: What a number option must be, where inf or nan would otherwise get pydantic's bare words.
 _FINITE = {
     "time_budget_s": "a finite number of seconds greater than 0",
@@ -121,6 +123,11 @@ class RunConfig(BaseModel):
     strategy_options: dict[str, Any] = Field(default_factory=dict)
     sandbox_options: dict[str, Any] = Field(default_factory=dict)
     benchmark_options: dict[str, Any] = Field(default_factory=dict)
+    observer_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Options of observer plugins by observer name, e.g. "
+        "{mlflow: {enabled: true}}; each observer reads and checks its own.",
+    )
 
     @field_validator(*_FINITE, mode="before")
     @classmethod
@@ -275,28 +282,47 @@ def merge_layers(*layers: dict[str, Any]) -> dict[str, Any]:
         for key, value in layer.items():
             if key in PLUGIN_SECTIONS and isinstance(value, dict):
                 merged[key] = {**merged.get(key, {}), **value}
+            elif key == OBSERVER_SECTION and isinstance(value, dict):
+                # one level deeper: each observer's own options merge key by key
+                below = dict(merged.get(key) or {})
+                for name, options in value.items():
+                    earlier = below.get(name)
+                    both = isinstance(options, dict) and isinstance(earlier, dict)
+                    below[name] = {**earlier, **options} if both else options
+                merged[key] = below
             else:
                 merged[key] = value  # an explicit null (e.g. iterations: null) lifts a limit
     return merged
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:
-    """Turn ``agent.model=gpt-4o`` style overrides into option sections (values are YAML)."""
+    """Turn ``agent.model=gpt-4o`` style overrides into option sections (values are YAML).
+
+    An observer's option names the observer too: ``observer.mlflow.uri=...`` sets
+    ``observer_options["mlflow"]["uri"]``.
+    """
     result: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         section, dot, option = key.partition(".")
         section_key = f"{section}_options"
-        if not sep or not dot or section_key not in PLUGIN_SECTIONS or not option:
-            raise ConfigError(
-                f"Cannot read the override '{pair}'; write it as SECTION.OPTION=VALUE with SECTION "
-                "one of agent, strategy, sandbox, benchmark (e.g. agent.temperature=0.2)."
-            )
         try:
             value = yaml.safe_load(raw)
         except yaml.YAMLError:
             value = raw
-        result.setdefault(section_key, {})[option] = value
+        if section_key == OBSERVER_SECTION:
+            observer, dot, option = option.partition(".")
+            if sep and dot and observer and option:
+                result.setdefault(section_key, {}).setdefault(observer, {})[option] = value
+                continue
+        elif sep and dot and section_key in PLUGIN_SECTIONS and option:
+            result.setdefault(section_key, {})[option] = value
+            continue
+        raise ConfigError(
+            f"Cannot read the override '{pair}'; write it as SECTION.OPTION=VALUE with SECTION "
+            "one of agent, strategy, sandbox, benchmark (e.g. agent.temperature=0.2), or "
+            "observer.NAME.OPTION=VALUE for an observer plugin (e.g. observer.mlflow.enabled=true)."
+        )
     return result
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +79,19 @@ def rlab_register_sandboxes():
     ]
 
 
+#: Most candidates HEAVY_EXPERIMENTATION evaluates at once; fewer where the machine has fewer
+#: CPUs (each worker gets its share of the cores, and one candidate per core is the floor).
+HEAVY_WORKERS = 4
+
+
+def heavy_workers() -> int:
+    """HEAVY_EXPERIMENTATION's ``workers``: :data:`HEAVY_WORKERS`, capped at this machine's CPUs."""
+    return max(1, min(HEAVY_WORKERS, os.cpu_count() or 1))
+
+
 @hookimpl
 def rlab_register_modes():
+    # The family presets (RELBENCH_CONFIGS, MLE_CONFIGS) ship with their benchmark plugins.
     return [
         ModeInfo(
             "MINIMAL",
@@ -95,6 +107,42 @@ def rlab_register_modes():
                 "window": 5,
                 "min_iterations": 10,
                 "debug_tries": 2,
+            },
+        ),
+        ModeInfo(
+            "FAST_DEBUG",
+            "Quickest end-to-end check of a setup: 2 iterations after a smoke run, no repair, "
+            "no seed replicates, 2-minute candidates, 10-minute cap.",
+            {
+                "iterations": 2,
+                "time_budget_s": 600,
+                "window": 1,
+                "min_iterations": 1,
+                "debug_tries": 0,
+                "smoke_run": True,
+                "timeout_s": 120,
+                "finalists": 0,
+                "finalist_seeds": 0,
+                "noise_seeds": 0,
+                "resamples": 200,
+            },
+        ),
+        ModeInfo(
+            "HEAVY_EXPERIMENTATION",
+            "Long, wide search: tree strategy, 200 iterations or 12 hours, "
+            f"{HEAVY_WORKERS} workers (fewer on a machine with fewer CPUs), 5 finalists "
+            "with 3 seeds each, 4 noise seeds, very patient convergence.",
+            {
+                "iterations": 200,
+                "time_budget_s": 43200,
+                "strategy": "tree",
+                "workers": heavy_workers(),
+                "window": 8,
+                "min_iterations": 20,
+                "debug_tries": 3,
+                "finalists": 5,
+                "finalist_seeds": 3,
+                "noise_seeds": 4,
             },
         ),
     ]

@@ -131,7 +131,7 @@ def modes(as_json: JsonFlag = False) -> None:
             ]
         )
         return
-    table = Table(title="modes")
+    table = Table(title="modes", show_lines=True)
     for column in ("name", "summary", "values", "from"):
         table.add_column(column, no_wrap=column == "name", overflow="fold")
     for mode in found:
@@ -139,7 +139,8 @@ def modes(as_json: JsonFlag = False) -> None:
             summary = f"[bold red]broken:[/] {escape(mode.problem)}"
         else:
             summary = escape(mode.summary)
-        values = ", ".join(f"{k}={v}" for k, v in mode.values.items())
+        # one value a line: a narrow column that leaves the summary (or why it is broken) room
+        values = "\n".join(f"{k}={v}" for k, v in mode.values.items())
         table.add_row(mode.name, summary, escape(values), escape(mode.source))
     console.print(table)
 

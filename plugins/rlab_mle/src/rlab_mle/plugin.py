@@ -1,8 +1,10 @@
-"""Entry point of the mle plugin: registers the ``mle`` benchmark, nothing heavy."""
+"""Entry point of the mle plugin: registers the ``mle`` benchmark and its mode, nothing heavy."""
 
 from __future__ import annotations
 
-from rlab_core.api import BenchmarkInfo, hookimpl
+from rlab_core.api import BenchmarkInfo, ModeInfo, hookimpl
+
+DEFAULT_TASK = "mle:wdbc-breast-cancer"
 
 
 def _load():
@@ -22,7 +24,34 @@ def rlab_register_benchmarks():
             "framework-held validation split; built-in offline competitions.",
             load=_load,
             config=MleOptions,
-            default_task="mle:wdbc-breast-cancer",
+            default_task=DEFAULT_TASK,
             default_priority=5,  # below relbench and kuairand: a fallback default
+        )
+    ]
+
+
+@hookimpl
+def rlab_register_modes():
+    # MLE-bench gives an agent 24 hours per competition; here that is the time budget, with
+    # an iteration cap and convergence so an easy competition stops sooner. Top-level
+    # RunConfig keys only, so the mode validates with any benchmark's task.
+    return [
+        ModeInfo(
+            "MLE_CONFIGS",
+            "MLE-bench preset, for mle competitions (default: wdbc-breast-cancer): MLE-bench's "
+            "24 hours as the time budget (or 100 iterations), tree search, smoke run first, "
+            "1-hour candidates with 16 GiB, 3 repairs.",
+            {
+                "task": DEFAULT_TASK,
+                "strategy": "tree",
+                "iterations": 100,
+                "time_budget_s": 86400,
+                "timeout_s": 3600,
+                "memory_mb": 16384,
+                "smoke_run": True,
+                "debug_tries": 3,
+                "window": 6,
+                "min_iterations": 10,
+            },
         )
     ]

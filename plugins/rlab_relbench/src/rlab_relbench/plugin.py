@@ -1,4 +1,4 @@
-"""Entry point of the relbench plugin: registers the ``relbench`` benchmark.
+"""Entry point of the relbench plugin: registers the ``relbench`` benchmark and its mode.
 
 Only this module is imported when rlab discovers plugins, so it imports nothing heavy:
 ``load`` imports the implementation (pandas, relbench, duckdb) when a run needs it.
@@ -6,7 +6,9 @@ Only this module is imported when rlab discovers plugins, so it imports nothing 
 
 from __future__ import annotations
 
-from rlab_core.api import BenchmarkInfo, hookimpl
+from rlab_core.api import BenchmarkInfo, ModeInfo, hookimpl
+
+DEFAULT_TASK = "relbench:rel-flights/plane-delay"
 
 
 def _load():
@@ -25,7 +27,32 @@ def rlab_register_benchmarks():
             summary="RelBench relational tasks via the official relbench library; built-in rel-flights (NYC 2013, offline), official datasets by name, your own RelBench folder by path.",
             load=_load,
             config=RelBenchOptions,
-            default_task="relbench:rel-flights/plane-delay",
+            default_task=DEFAULT_TASK,
             default_priority=100,
+        )
+    ]
+
+
+@hookimpl
+def rlab_register_modes():
+    # Top-level RunConfig keys only (no benchmark_options): the limits then also apply, and
+    # validate, when the mode is used with another benchmark's task.
+    return [
+        ModeInfo(
+            "RELBENCH_CONFIGS",
+            "RelBench preset, for relbench tasks (default: rel-flights/plane-delay): tree "
+            "search, 30 iterations or 4 hours, 30-minute candidates with 16 GiB (room for "
+            "multi-table features and a GNN), 2 repairs.",
+            {
+                "task": DEFAULT_TASK,
+                "strategy": "tree",
+                "iterations": 30,
+                "time_budget_s": 14400,
+                "timeout_s": 1800,
+                "memory_mb": 16384,
+                "debug_tries": 2,
+                "window": 5,
+                "min_iterations": 8,
+            },
         )
     ]
