@@ -205,7 +205,11 @@ def test_stage_node_id_and_top_nodes_reach_the_candidate(host, tmp_path):
 
 def start_in_subprocess(out: Path, tmp_path: Path, moves, iterations: int) -> subprocess.Popen:
     """A parallel playbook run (3 workers) in its own process, to be killed or interrupted."""
+    # a shell's background job (`cmd &`, as CI may be started) inherits SIGINT ignored, and
+    # Python then installs no KeyboardInterrupt handler: give the run the terminal's Ctrl-C
     script = f"""
+import signal
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from rlab_core.testing import playbook as playbook_plugin
 from rlab_core.testing.toy import plugin as toy_plugin
 from rlab_core.config import RunConfig
