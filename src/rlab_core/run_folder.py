@@ -180,7 +180,8 @@ class RunFolder:
         probe = where / ".rlab-storage-probe"
         try:
             with self.storage_guard(where):
-                fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+                flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW
+                fd = os.open(probe, flags, 0o600)  # never through a planted link
                 try:
                     view = memoryview(bytes(PROBE_BYTES))
                     while view:
