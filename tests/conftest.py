@@ -23,7 +23,7 @@ REPO = TESTS.parent
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
-__all__ = ["REPO", "RLAB", "TESTS", "cli_env", "edit", "extra"]
+__all__ = ["REPO", "RLAB", "TESTS", "cli_env", "edit", "extra", "toy_config"]
 
 
 @pytest.fixture
@@ -68,3 +68,13 @@ def cli_env(tmp_path: Path, **extra_env: str) -> dict[str, str]:
 
 
 RLAB = str(Path(sys.executable).parent / "rlab")
+
+
+def toy_config(folder: Path, script: list[dict[str, Any]], **values: Any) -> Path:
+    """``folder/toy.yaml``: a run of ``toy:line`` by the scripted agent, for the real CLI."""
+    import yaml
+
+    path = folder / "toy.yaml"
+    settings = {"task": "toy:line", "agent": "scripted", "agent_options": {"script": script}}
+    path.write_text(yaml.safe_dump({**settings, **values}))
+    return path

@@ -10,8 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
-from conftest import RLAB, cli_env, edit, extra
+from conftest import RLAB, cli_env, edit, extra, toy_config
 
 from rlab_core.journal import read_events, replay
 
@@ -29,16 +28,6 @@ def _rlab(
     )
 
 
-def _config(tmp_path: Path, script: list[dict], **values) -> Path:
-    path = tmp_path / "toy.yaml"
-    path.write_text(
-        yaml.safe_dump(
-            {"task": "toy:line", "agent": "scripted", "agent_options": {"script": script}, **values}
-        )
-    )
-    return path
-
-
 SLOW_STEPS = [
     {
         "hypothesis": f"step {i}: slope {1 + 0.25 * (i + 1)}",
@@ -52,7 +41,7 @@ SLOW_STEPS = [
 
 
 def test_run_show_and_final_through_the_cli(tmp_path):
-    config = _config(tmp_path, SLOW_STEPS[:2], min_iterations=10)
+    config = toy_config(tmp_path, SLOW_STEPS[:2], min_iterations=10)
     done = _rlab(["run", "--config", str(config), "-i", "2"], tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "iteration budget reached (2/2)" in done.stdout
@@ -135,7 +124,13 @@ def test_unwritable_run_folder(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     done = _rlab(
-        ["run", "--config", str(_config(tmp_path, SLOW_STEPS[:1])), "--out", str(blocker / "runs")],
+        [
+            "run",
+            "--config",
+            str(toy_config(tmp_path, SLOW_STEPS[:1])),
+            "--out",
+            str(blocker / "runs"),
+        ],
         tmp_path,
     )
     assert (
@@ -146,7 +141,7 @@ def test_unwritable_run_folder(tmp_path):
 
 
 def test_sigkill_mid_run_then_resume_keeps_every_completed_node(tmp_path):
-    config = _config(tmp_path, SLOW_STEPS, min_iterations=100, iterations=8)
+    config = toy_config(tmp_path, SLOW_STEPS, min_iterations=100, iterations=8)
     env = cli_env(tmp_path)
     proc = subprocess.Popen(
         [RLAB, "run", "--config", str(config)],

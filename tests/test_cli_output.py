@@ -16,8 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
-from conftest import RLAB, cli_env, edit, extra
+from conftest import RLAB, cli_env, edit, extra, toy_config
 from rich.console import Console
 
 from rlab_core.cli.final_cmd import final_lines
@@ -73,17 +72,7 @@ def toy_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     # a deep folder: the run folder's path is longer than 80 characters
     root = tmp_path_factory.mktemp("output") / ("a-rather-long-folder-name-" * 2)
     root.mkdir()
-    config = root / "toy.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "task": "toy:line",
-                "agent": "scripted",
-                "agent_options": {"script": SCRIPT},
-                "min_iterations": 10,
-            }
-        )
-    )
+    config = toy_config(root, SCRIPT, min_iterations=10)
     done = _rlab(["run", "--config", str(config), "-i", "3"], root, columns=None)
     assert done.returncode == 0, done.stdout + done.stderr
     return root, done

@@ -9,8 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
-from conftest import RLAB, cli_env, edit
+from conftest import RLAB, cli_env, edit, toy_config
 
 from rlab_core.config import build_run_config
 from rlab_core.journal import replay
@@ -35,12 +34,7 @@ def _nodes(run_dir: Path) -> list[str]:
 
 
 def test_fast_debug_runs_the_toy_task_end_to_end_in_seconds(tmp_path):
-    config = tmp_path / "toy.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {"task": "toy:line", "agent": "scripted", "agent_options": {"script": GAINS}}
-        )
-    )
+    config = toy_config(tmp_path, GAINS)
     started = time.monotonic()
     done = subprocess.run(
         [RLAB, "run", "-m", "FAST_DEBUG", "--config", str(config)],

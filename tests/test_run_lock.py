@@ -12,8 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
-from conftest import RLAB, cli_env, edit, extra
+from conftest import RLAB, cli_env, edit, extra, toy_config
 
 from rlab_core.errors import RunLockedError
 from rlab_core.journal import Journal, read_events
@@ -52,19 +51,7 @@ def _rlab(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
 
 def _start_gated_run(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
     """A real `rlab run` whose second node waits at the gate; returns it once it waits."""
-    config = tmp_path / "toy.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "task": "toy:line",
-                "agent": "scripted",
-                "agent_options": {"script": SCRIPT},
-                "finalists": 0,
-                "noise_seeds": 0,
-                "min_iterations": 10,
-            }
-        )
-    )
+    config = toy_config(tmp_path, SCRIPT, finalists=0, noise_seeds=0, min_iterations=10)
     proc = subprocess.Popen(
         [RLAB, "run", "--config", str(config), "-i", "1"],
         env=_env(tmp_path),

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import RLAB, cli_env, edit, extra
+from conftest import RLAB, cli_env, edit, extra, toy_config
 
 from rlab_core import journal as journal_module, recorder as recorder_module
 from rlab_core.errors import StorageFullError
@@ -224,19 +224,7 @@ def test_a_really_full_disk_stops_the_run_and_resume_after_freeing_space_goes_on
 ) -> None:
     filler = FILL_THEN_CRASH if candidate == "crashes on it" else FILL_AT_EXIT
     script = [{"hypothesis": "fill the disk", "edits": [filler]}, *STEPS[:1]]
-    config = tmp_path / "toy.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "task": "toy:line",
-                "agent": "scripted",
-                "agent_options": {"script": script},
-                "finalists": 0,
-                "noise_seeds": 0,
-                "min_iterations": 10,
-            }
-        )
-    )
+    config = toy_config(tmp_path, script, finalists=0, noise_seeds=0, min_iterations=10)
     disk, logs = DISK, tmp_path / "logs"
     logs.mkdir()
     env = cli_env(

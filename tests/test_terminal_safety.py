@@ -16,8 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
-from conftest import RLAB, cli_env, edit, extra
+from conftest import RLAB, cli_env, edit, extra, toy_config
 from rich.console import Console
 
 from rlab_core.journal import replay
@@ -65,17 +64,7 @@ def _assert_inert(done: subprocess.CompletedProcess) -> str:
 @pytest.fixture(scope="module")
 def hostile_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     root = tmp_path_factory.mktemp("hostile")
-    config = root / "toy.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "task": "toy:line",
-                "agent": "scripted",
-                "agent_options": {"script": SCRIPT},
-                "min_iterations": 10,
-            }
-        )
-    )
+    config = toy_config(root, SCRIPT, min_iterations=10)
     done = _rlab(["run", "--config", str(config), "-i", "2"], root)
     assert done.returncode == 0, done.stdout + done.stderr
     return root, done
