@@ -35,10 +35,14 @@ EventSink = Callable[[dict[str, Any]], None]
 
 @contextmanager
 def bench_workspace(prefix: str) -> Iterator[Path]:
-    """A temporary folder holding the run and an rlab cache (``RLAB_CACHE_HOME``); removed after."""
+    """A temporary folder holding the run, an rlab cache (``RLAB_CACHE_HOME``) and a knowledge
+    base of its own (``RLAB_KNOWLEDGE``: no lesson of an earlier run steers this one); removed
+    after."""
     root = Path(tempfile.mkdtemp(prefix=f"rlab-bench-{prefix}-"))
     previous = os.environ.get("RLAB_CACHE_HOME")
+    previous_knowledge = os.environ.get("RLAB_KNOWLEDGE")
     os.environ["RLAB_CACHE_HOME"] = str(root / "cache")
+    os.environ["RLAB_KNOWLEDGE"] = str(root / "knowledge.sqlite")
     # the local sandbox warns once per construction when isolation is "none"; we ask for it
     logging.getLogger("rlab_core.builtin.local_sandbox").setLevel(logging.ERROR)
     try:
@@ -48,6 +52,10 @@ def bench_workspace(prefix: str) -> Iterator[Path]:
             os.environ.pop("RLAB_CACHE_HOME", None)
         else:
             os.environ["RLAB_CACHE_HOME"] = previous
+        if previous_knowledge is None:
+            os.environ.pop("RLAB_KNOWLEDGE", None)
+        else:
+            os.environ["RLAB_KNOWLEDGE"] = previous_knowledge
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -193,6 +193,8 @@ def main() -> None:
             for seed in (int(s) for s in args.seeds.split(",")):
                 for rule in args.rules.split(","):
                     home = root / f"{rule}-{seed}"
+                    # a knowledge base per study: no study's lessons steer the next one
+                    os.environ["RLAB_KNOWLEDGE"] = str(root / f"knowledge-{rule}-{seed}.sqlite")
                     result = study(host, task_name, rule, args.iterations, home, seed)
                     results.append(result)
                     print(_row(result), flush=True)

@@ -56,6 +56,8 @@ def run_toy(toy_host: PluginHost, tmp_path: Path, rlab_cache: Path):
 def cli_env(tmp_path: Path, **extra_env: str) -> dict[str, str]:
     """Environment for running the real `rlab` executable with the toy plugin."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLAB_")}
+    # the test's own knowledge base (isolated_knowledge_base), never the user's
+    env["RLAB_KNOWLEDGE"] = os.environ["RLAB_KNOWLEDGE"]
     env.update(
         {
             "RLAB_PLUGIN_MODULES": "rlab_core.testing.toy.plugin",

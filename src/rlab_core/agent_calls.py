@@ -2,7 +2,8 @@
 
 A failed node gets ``debug_tries`` repairs; a branch whose repairs fail too is closed as
 ``recovered_failure`` and never becomes a parent. An agent that is not ``concurrent_calls``
-is asked one call at a time, whichever thread asks.
+is asked one call at a time, whichever thread asks. Each context carries the knowledge of
+earlier runs (when the run has it on) and is kept beside the node it produced.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from rlab_core.errors import AgentError, NothingToPropose
 from rlab_core.events import BranchClosed, ParentExhausted
 from rlab_core.interfaces import Agent, PreparedTask
 from rlab_core.journal import RunState
+from rlab_core.loop_settings import LoopSettings
 from rlab_core.node_builder import NodeBuilder
 from rlab_core.recorder import Recorder
 from rlab_core.records import FailureStage, Node, NodeKind, NodeStatus, Proposal, Usage
@@ -41,8 +43,7 @@ class AgentCalls:
         nodes: NodeBuilder,
         recorder: Recorder,
         progress: Callable[[], BudgetProgress],
-        seed: int,
-        debug_tries: int,
+        settings: LoopSettings,
     ) -> None:
         self.agent = agent
         self.task = task
@@ -51,8 +52,9 @@ class AgentCalls:
         self.nodes = nodes
         self.recorder = recorder
         self.progress = progress
-        self.seed = seed
-        self.debug_tries = debug_tries
+        self.seed = settings.seed
+        self.debug_tries = settings.debug_tries
+        self.knowledge = settings.knowledge
         self._lock = recorder.lock
         self._problem = task.context()
         self._playbook = task.playbook()
@@ -81,6 +83,7 @@ class AgentCalls:
             summaries: list[NodeSummary] = tree.summaries()
             summaries += [job.running_summary() for job in pending or []]
             parent_summary = self.tree.summary(parent)
+        knowledge = self.knowledge.digest(parent.hypothesis) if self.knowledge else None
         return AgentContext(
             task=self.task.name,
             problem=self._problem,
@@ -95,12 +98,14 @@ class AgentCalls:
             seed=self.seed,
             step=step,
             stage=stage,
+            knowledge=knowledge,
         )
 
     def propose(
         self, job: Job, parent: Node, context: AgentContext, kind: NodeKind, started: float
     ) -> Proposal | None:
         """The agent's proposal, or ``None`` after recording why there is none."""
+        self.nodes.remember_context(job, context)
         try:
             with self._agent_lock:
                 return self.agent.propose(context)
@@ -136,6 +141,7 @@ class AgentCalls:
                 attempt=attempt,
             )
             started = time.perf_counter()
+            self.nodes.remember_context(job, context)
             try:
                 with self._agent_lock:
                     proposal = self.agent.repair(context)

@@ -1,5 +1,5 @@
-"""What an agent sees: node summaries (never a test-side number), budget progress, and
-the context of one proposal or repair."""
+"""What an agent sees: node summaries (never a test-side number), budget progress, the
+knowledge of earlier runs, and the context of one proposal or repair."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from rlab_core.knowledge.retrieve import KnowledgeDigest
 from rlab_core.records import NodeKind, Record
 from rlab_core.task_records import PlaybookMove
 
@@ -81,6 +82,10 @@ class AgentContext(Record):
     seed: int = 0
     step: Literal["draft", "improve"] = "improve"
     stage: str = Field(default="full", description="RLAB_STAGE the child will run in.")
+    knowledge: KnowledgeDigest | None = Field(
+        default=None,
+        description="What earlier runs on similar tasks taught (None: knowledge switched off).",
+    )
 
 
 class RepairContext(AgentContext):

@@ -19,6 +19,9 @@ core, which may change without notice (a test in the core's suite enforces it). 
 - **sandboxes**: taking outputs as data, the local sandbox (for sandboxes that run
   candidates on other machines), the process supervisor's pieces and the log-tail reader;
 - **cache**: rlab's cache folder and the one prepared-folder builder;
+- **knowledge**: curated pages a plugin ships (``load_pages``, ``KnowledgePage``), the task
+  fingerprint, and the digest of earlier runs an agent sees (``KnowledgeDigest``,
+  ``order_by_knowledge`` for playbook agents);
 - **events**: the journal's typed events and ``parse_event``, for observers
   (``rlab_observe_event`` receives each event as its journal line);
 - **command line**: running an ``rlab`` command in-process.

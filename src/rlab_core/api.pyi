@@ -110,6 +110,12 @@ from rlab_core.interfaces import (
     Strategy as Strategy,
     StrategyState as StrategyState,
 )
+from rlab_core.knowledge.pages import load_pages as load_pages
+from rlab_core.knowledge.records import (
+    KnowledgePage as KnowledgePage,
+    TaskFingerprint as TaskFingerprint,
+)
+from rlab_core.knowledge.retrieve import KnowledgeDigest as KnowledgeDigest
 from rlab_core.outputs import (
     OutputsRefused as OutputsRefused,
     TakenOutputs as TakenOutputs,
@@ -123,6 +129,7 @@ from rlab_core.playbook_rules import (
     lineage_of as lineage_of,
     move_proposal as move_proposal,
     moves_on_lineage as moves_on_lineage,
+    order_by_knowledge as order_by_knowledge,
 )
 from rlab_core.records import (
     Edit as Edit,

@@ -22,6 +22,8 @@ from rlab_core.errors import ConfigError, UnknownNameError
 from rlab_core.plugins import PluginHost, validate_model
 
 PLUGIN_SECTIONS = ("agent_options", "strategy_options", "sandbox_options", "benchmark_options")
+#: Core option sections that ``-o SECTION.OPTION=VALUE`` sets by their own name.
+CORE_SECTIONS = ("knowledge",)
 #: Options of observer plugins, one mapping per observer: ``{"mlflow": {"enabled": true}}``.
 OBSERVER_SECTION = "observer_options"
 #: What a number option must be, where inf or nan would otherwise get pydantic's bare words.
@@ -34,6 +36,30 @@ _FINITE = {
     "target_val": "a finite number",
     "epsilon": "a finite number, 0 or more",
 }
+
+
+class KnowledgeSettings(BaseModel):
+    """The knowledge base across runs (``-o knowledge.enabled=false``, ``--no-kg``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(
+        default=True, description="Agents see lessons of earlier runs and curated pages."
+    )
+    record: bool = Field(default=True, description="Write this run's lessons back when it ends.")
+    path: Path | None = Field(
+        default=None,
+        description="The knowledge base file; default $RLAB_KNOWLEDGE, else "
+        "~/.local/share/rlab/knowledge.sqlite.",
+    )
+    budget_chars: int = Field(
+        default=4000, ge=200, description="Largest knowledge section an agent is shown, characters."
+    )
+
+    @field_validator("path", mode="after")
+    @classmethod
+    def _expand_home(cls, value: Path | None) -> Path | None:
+        return None if value is None else value.expanduser()
 
 
 class RunConfig(BaseModel):
@@ -127,6 +153,10 @@ class RunConfig(BaseModel):
         default_factory=dict,
         description="Options of observer plugins by observer name, e.g. "
         "{mlflow: {enabled: true}}; each observer reads and checks its own.",
+    )
+    knowledge: KnowledgeSettings = Field(
+        default_factory=KnowledgeSettings,
+        description="Memory across runs: retrieval for agents, writing lessons back.",
     )
 
     @field_validator(*_FINITE, mode="before")
@@ -280,7 +310,7 @@ def merge_layers(*layers: dict[str, Any]) -> dict[str, Any]:
     merged: dict[str, Any] = {}
     for layer in layers:
         for key, value in layer.items():
-            if key in PLUGIN_SECTIONS and isinstance(value, dict):
+            if (key in PLUGIN_SECTIONS or key in CORE_SECTIONS) and isinstance(value, dict):
                 merged[key] = {**merged.get(key, {}), **value}
             elif key == OBSERVER_SECTION and isinstance(value, dict):
                 # one level deeper: each observer's own options merge key by key
@@ -299,7 +329,8 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
     """Turn ``agent.model=gpt-4o`` style overrides into option sections (values are YAML).
 
     An observer's option names the observer too: ``observer.mlflow.uri=...`` sets
-    ``observer_options["mlflow"]["uri"]``.
+    ``observer_options["mlflow"]["uri"]``; a core section is set by its own name:
+    ``knowledge.enabled=false`` sets ``knowledge["enabled"]``.
     """
     result: dict[str, Any] = {}
     for pair in pairs:
@@ -310,7 +341,11 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
             value = yaml.safe_load(raw)
         except yaml.YAMLError:
             value = raw
-        if section_key == OBSERVER_SECTION:
+        if section in CORE_SECTIONS:
+            if sep and dot and option:
+                result.setdefault(section, {})[option] = value
+                continue
+        elif section_key == OBSERVER_SECTION:
             observer, dot, option = option.partition(".")
             if sep and dot and observer and option:
                 result.setdefault(section_key, {}).setdefault(observer, {})[option] = value
@@ -320,8 +355,9 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
             continue
         raise ConfigError(
             f"Cannot read the override '{pair}'; write it as SECTION.OPTION=VALUE with SECTION "
-            "one of agent, strategy, sandbox, benchmark (e.g. agent.temperature=0.2), or "
-            "observer.NAME.OPTION=VALUE for an observer plugin (e.g. observer.mlflow.enabled=true)."
+            "one of agent, strategy, sandbox, benchmark, knowledge (e.g. agent.temperature=0.2, "
+            "knowledge.enabled=false), or observer.NAME.OPTION=VALUE for an observer plugin "
+            "(e.g. observer.mlflow.enabled=true)."
         )
     return result
 

@@ -17,6 +17,7 @@ from rlab_core.events import FinalScored
 from rlab_core.guard import audit_code, audit_source, core_audit_patterns
 from rlab_core.interfaces import PreparedTask
 from rlab_core.journal import Journal, RunState
+from rlab_core.knowledge.harvest import write_back
 from rlab_core.outputs import take_outputs
 from rlab_core.plugins import PluginHost
 from rlab_core.recorder import Recorder, write_atomically
@@ -174,4 +175,6 @@ def _finalize(host: PluginHost, opened: OpenedRun, *, force: bool) -> dict[str, 
         )
     finally:
         recorder.close()
+    # the one test-side number the knowledge base holds: the chosen node's val-test gap
+    write_back(run.root, report=report)
     return report

@@ -13,6 +13,7 @@ Reference (kept in step with ``docs/plugin-authors.md`` by a test):
 - ``rlab_register_sandboxes() -> Iterable[SandboxInfo]``
 - ``rlab_register_modes() -> Iterable[ModeInfo]``
 - ``rlab_observe_event(event, run_dir) -> None``
+- ``rlab_knowledge_pages() -> Iterable[KnowledgePage]``
 """
 
 from __future__ import annotations
@@ -20,13 +21,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 from pydantic import BaseModel, ConfigDict
 
 PROJECT = "rlab"
 ENTRY_POINT_GROUP = "rlab"
+
+if TYPE_CHECKING:
+    from rlab_core.knowledge.records import KnowledgePage
 
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
@@ -113,4 +117,14 @@ class RlabHookSpecs:
 
         Observers must be quick and must not raise; an exception is logged and ignored so
         a broken tracker never stops a run.
+        """
+
+    @hookspec
+    def rlab_knowledge_pages(self) -> Iterable[KnowledgePage]:
+        """Return curated knowledge pages for this plugin's task family.
+
+        Pages are short markdown notes (concepts, workflows, pitfalls, snippets) with their
+        sources; ``rlab_core.api.load_pages(folder, family)`` reads a folder of them. A run
+        copies every plugin's pages into the knowledge base when it starts, and agents find
+        them by text. Called once per run; keep it cheap (read files, import nothing heavy).
         """

@@ -92,8 +92,7 @@ class ResearchLoop:
             nodes=self.nodes,
             recorder=recorder,
             progress=self.progress,
-            seed=settings.seed,
-            debug_tries=settings.debug_tries,
+            settings=settings,
         )
         self.replicator = Replicator(
             run=run, state=state, evaluator=evaluator, recorder=recorder, time_left=self.time_left

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from rlab_core.budget import Budgets
 from rlab_core.finalists import FinalistSettings
 from rlab_core.interfaces import PreparedTask, StopRules
+
+if TYPE_CHECKING:
+    from rlab_core.knowledge.run_knowledge import RunKnowledge
 
 #: ``reproducible``: decisions see results in dispatch order; ``as-completed``: at once.
 ParallelOrder = Literal["reproducible", "as-completed"]
@@ -40,6 +43,8 @@ class LoopSettings:
     #: Other seeds the best seed runs with after the seeds, to measure training-seed noise
     #: (0: not measured; the paired verdicts then see only the validation rows' noise).
     noise_seeds: int = 0
+    #: What agents are told of earlier runs (None: nothing, ``--no-kg``).
+    knowledge: RunKnowledge | None = None
 
 
 def seed_sources(settings: LoopSettings, task: PreparedTask) -> list[tuple[str, Path, str]]:

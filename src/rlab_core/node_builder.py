@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rlab_core.blobs import RunStorage
 from rlab_core.child import build_child
@@ -19,6 +19,7 @@ from rlab_core.edits import SourceFiles, copy_source, read_source, share_source,
 from rlab_core.events import NodeStarted
 from rlab_core.interfaces import PreparedTask
 from rlab_core.journal import RunState, node_id
+from rlab_core.node_context import context_record, write_context
 from rlab_core.recorder import Recorder
 from rlab_core.records import (
     Execution,
@@ -36,6 +37,7 @@ from rlab_core.scheduling import Job
 from rlab_core.tree import Tree
 
 if TYPE_CHECKING:
+    from rlab_core.agent_context import AgentContext
     from rlab_core.evaluation import CandidateEvaluator
     from rlab_core.run_folder import RunFolder
 
@@ -81,6 +83,14 @@ class NodeBuilder:
         self._sources: dict[str, SourceFiles] = {}
         self._iteration = tree.iterations_used()
         self.storage = RunStorage(run)
+        #: The kept context (:func:`context_record`) of each job's next node, by job number.
+        self._contexts: dict[int, dict[str, Any]] = {}
+
+    def remember_context(self, job: Job, context: AgentContext) -> None:
+        """Keep ``context`` for the job's next node (written beside it as it finishes)."""
+        record = context_record(context)
+        with self._lock:
+            self._contexts[job.number] = record
 
     def _new_id(self) -> str:
         with self._lock:
@@ -225,8 +235,12 @@ class NodeBuilder:
     def _finish(self, node: Node, job: Job) -> Node:
         book_start = time.perf_counter()
         node.finished_at = time.time()
+        with self._lock:
+            context = self._contexts.pop(job.number, None)
         with self.run.storage_guard(self.run.node_dir(node.id)):
             self.run.node_dir(node.id).mkdir(parents=True, exist_ok=True)
+            if context is not None:
+                write_context(self.run.node_dir(node.id), context)
         with self._lock:
             judge = self.evaluator.judge
             if judge is not None:

@@ -6,7 +6,9 @@ again below it), only once every move it ``requires`` is applied in the lineage,
 where all its anchors occur in the parent's source (a move for another seed is skipped).
 A failed move is repaired with the ``fix`` it declares, once: the repair's ``move_id`` is
 the move's id with :data:`FIX_SUFFIX`. The testing kit's ``ranked-playbook`` agent is these
-rules alone; rlab-agents' ``playbook`` agent adds exploration on top.
+rules alone (static ranks, for reproducible benchmark tests); rlab-agents' ``playbook`` agent
+orders the applicable moves by what earlier runs on similar tasks verified
+(:func:`order_by_knowledge`) and adds exploration on top.
 """
 
 from __future__ import annotations
@@ -64,13 +66,41 @@ def applicable_moves(context: AgentContext) -> list[PlaybookMove]:
     return usable
 
 
-def move_proposal(move: PlaybookMove) -> Proposal:
-    """The proposal that applies ``move``."""
+def order_by_knowledge(moves: list[PlaybookMove], context: AgentContext) -> list[PlaybookMove]:
+    """``moves`` ordered by past verified gains on similar tasks, else kept in rank order.
+
+    From the context's knowledge digest (``move_stats``): moves whose gain held up before
+    come first (most verified gains, then the largest mean gain); moves with no verified
+    gain keep their static order after them; moves that only ever hurt go last. With no
+    knowledge (``--no-kg``, a first run) the order is unchanged.
+    """
+    stats = context.knowledge.move_stats if context.knowledge is not None else {}
+    if not stats:
+        return list(moves)
+
+    def key(item: tuple[int, PlaybookMove]) -> tuple[int, int, float, int]:
+        index, move = item
+        stat = stats.get(move.id)
+        if stat is None or stat.tries == 0:
+            return (1, 0, 0.0, index)
+        mean = stat.mean_gain or 0.0
+        if stat.held > 0 and mean > 0:
+            return (0, -stat.held, -mean, index)
+        if stat.worse > 0 and stat.held == 0:
+            return (2, 0, 0.0, index)
+        return (1, 0, 0.0, index)
+
+    return [move for _, move in sorted(enumerate(moves), key=key)]
+
+
+def move_proposal(move: PlaybookMove, why: str = "") -> Proposal:
+    """The proposal that applies ``move`` (``why``: appended to its rationale)."""
+    why = f"; {why}" if why else ""
     return Proposal(
         hypothesis=move.hypothesis,
         edits=move.edits,
         move_id=move.id,
-        rationale=f"playbook move {move.id} (rank {move.rank})",
+        rationale=f"playbook move {move.id} (rank {move.rank}){why}",
     )
 
 

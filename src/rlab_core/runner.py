@@ -27,6 +27,8 @@ from rlab_core.events import BestExported, NodeAbandoned, RunResumed, RunStarted
 from rlab_core.finalists import FinalistSettings
 from rlab_core.interfaces import Agent, PreparedTask, Sandbox, StopRules, Strategy
 from rlab_core.journal import Journal, RunState
+from rlab_core.knowledge.harvest import write_back
+from rlab_core.knowledge.run_knowledge import knowledge_for_run
 from rlab_core.loop import EventSink, ResearchLoop
 from rlab_core.loop_settings import LoopSettings
 from rlab_core.plugins import PluginHost
@@ -276,6 +278,7 @@ def _loop(
             confidence=config.confidence,
         ),
         noise_seeds=config.noise_seeds,
+        knowledge=knowledge_for_run(host, config.knowledge, run),
     )
     return ResearchLoop(
         settings=settings,
@@ -322,6 +325,9 @@ def _search(loop: ResearchLoop, run: RunFolder, parts: _Parts) -> RunOutcome:
         loop.recorder.close()
         parts.agent.close()
         parts.sandbox.close()
+        # every end (converged, budget, Ctrl-C, error) teaches something; an upsert, so a
+        # resumed run records again without duplicates; never fails the run
+        write_back(run.root)
     return RunOutcome(
         run=run,
         stop_reason=reason,

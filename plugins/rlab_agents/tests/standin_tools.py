@@ -46,6 +46,8 @@ def parse():
                             choices=["acceptEdits", "bypassPermissions", "default", "plan"])
         parser.add_argument("--output-format", default="text",
                             choices=["text", "json", "stream-json"])
+        parser.add_argument("--mcp-config", nargs="+")
+        parser.add_argument("--allowedTools", nargs="+")
         parser.add_argument("--model")
         args = parser.parse_args()
     else:

@@ -13,6 +13,10 @@ from rlab_kuairand.options import KuaiRandOptions
 from rlab_kuairand.task import KuaiRandTask
 
 from rlab_core.api import LocalSandbox, LocalSandboxConfig, cache_home
+from rlab_core.testing.fixtures import (  # noqa: F401  (autouse: each test's own base)
+    isolated_knowledge_base,
+    module_knowledge_base,
+)
 
 SMALL = {"sample_users": 250, "sample_videos": 700}
 

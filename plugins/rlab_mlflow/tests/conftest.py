@@ -22,6 +22,10 @@ import pytest
 from rlab_core.config import RunConfig
 from rlab_core.plugins import PluginHost
 from rlab_core.runner import RunOutcome, start_run
+from rlab_core.testing.fixtures import (  # noqa: F401  (autouse: each test's own base)
+    isolated_knowledge_base,
+    module_knowledge_base,
+)
 
 
 def free_port() -> int:

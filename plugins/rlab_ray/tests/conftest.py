@@ -13,6 +13,11 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
+from rlab_core.testing.fixtures import (  # noqa: F401  (autouse: each test's own base)
+    isolated_knowledge_base,
+    module_knowledge_base,
+)
+
 
 @pytest.fixture(scope="session")
 def ray_address() -> Iterator[str]:

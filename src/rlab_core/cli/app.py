@@ -8,7 +8,15 @@ import typer
 from typer.core import TyperGroup
 
 from rlab_core import __version__
-from rlab_core.cli import final_cmd, list_cmd, plugins_cmd, report_cmd, run_cmd, show_cmd
+from rlab_core.cli import (
+    final_cmd,
+    knowledge_cmd,
+    list_cmd,
+    plugins_cmd,
+    report_cmd,
+    run_cmd,
+    show_cmd,
+)
 from rlab_core.cli.common import console, setup_logging
 
 
@@ -99,6 +107,7 @@ plugins_cmd.register(app)
 show_cmd.register(app)
 final_cmd.register(app)
 report_cmd.register(app)
+knowledge_cmd.register(app)  # `rlab knowledge ...` and `rlab mcp`
 
 
 def main() -> None:

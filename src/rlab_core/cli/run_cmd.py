@@ -39,7 +39,7 @@ def register(app: typer.Typer) -> None:
 #: Command-line parameters whose RunConfig key has another name.
 CONFIG_KEY_OF = {"time_budget": "time_budget_s"}
 #: Parameters that are not RunConfig keys: the layers themselves.
-NOT_CONFIG = {"mode", "config_file", "option"}
+NOT_CONFIG = {"mode", "config_file", "option", "no_kg"}
 
 #: Exit code of a run that finished but evaluated no node (every seed failed).
 NOTHING_EVALUATED = 3
@@ -217,6 +217,12 @@ def run(
         help="Plugin option, e.g. -o agent.temperature=0.2.",
         metavar="SECTION.OPTION=VALUE",
     ),
+    no_kg: bool = typer.Option(
+        False,
+        "--no-kg",
+        help="Agents see nothing of earlier runs (the run still writes its lessons back; "
+        "-o knowledge.record=false stops that).",
+    ),
 ) -> None:
     """Run the research loop on a task."""
     # every other parameter is a RunConfig key of the same name (or the one mapped below):
@@ -226,10 +232,13 @@ def run(
         for name, value in ctx.params.items()
         if value is not None and name not in NOT_CONFIG
     }
+    overrides = parse_overrides(option or [])
+    if no_kg:
+        overrides.setdefault("knowledge", {})["enabled"] = False
     host = make_host()
     config = build_run_config(
         host,
-        cli={**given, **parse_overrides(option or [])},
+        cli={**given, **overrides},
         config_file=config_file,
         mode=mode,
     )

@@ -1,4 +1,5 @@
-"""``rlab show RUN``: the run's facts and its nodes, as a table, a tree (``--tree``) or JSON."""
+"""``rlab show RUN``: the run's facts and its nodes, as a table, a tree (``--tree``) or JSON;
+``--context NODE``: the agent context that node was proposed with (knowledge included)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ from typing import Any
 import typer
 
 from rlab_core.cli.common import JsonFlag, RunPath, RunsFolder, console, print_json, user_errors
+from rlab_core.errors import RunFolderError
 from rlab_core.events import ENVELOPE
+from rlab_core.node_context import read_context, render_context
 from rlab_core.records import Node
 from rlab_core.report.data import in_flight_nodes
 from rlab_core.report.node_table import node_table
 from rlab_core.report.numbers import acceptance_line, seed_noise_text
-from rlab_core.report.sanitize import safe
+from rlab_core.report.sanitize import clean, safe
 from rlab_core.report.status import OUTCOME_LABEL, Outcome, classify, failure_cause
 from rlab_core.report.terminal import (
     finalists_rule,
@@ -35,11 +38,20 @@ def show(
     tree: bool = typer.Option(
         False, "--tree", help="Draw the decision tree instead of the node table."
     ),
+    context: str = typer.Option(
+        None,
+        "--context",
+        metavar="NODE",
+        help="Print the agent context NODE was proposed with, its knowledge section included.",
+    ),
     as_json: JsonFlag = False,
     out: RunsFolder = Path("runs"),
 ) -> None:
     """Show a run: task, isolation level, stop reason and every node (as a table or a tree)."""
     opened = open_run(run_path, out)
+    if context is not None:
+        show_context(opened, context, as_json=as_json)
+        return
     if as_json:
         print_json(show_data(opened))
         return
@@ -106,6 +118,25 @@ def show(
     elif state.replicates and state.stop_reason is None:
         scored = sum(len(seeds) for seeds in state.replicates.values())
         console.print(f"[yellow]finalists' seed replicates so far:[/] {scored} (no choice yet)")
+
+
+def show_context(opened: OpenedRun, node: str, *, as_json: bool = False) -> None:
+    """Print the kept agent context of ``node`` (``--json``: the record as kept)."""
+    run = opened.folder
+    if node not in opened.state.tree.nodes:
+        known = ", ".join(sorted(opened.state.tree.nodes)) or "none"
+        raise RunFolderError(f"Run {run.run_id} has no node '{node}'; its nodes: {known}.")
+    record = read_context(run.node_dir(node))
+    if record is None:
+        raise RunFolderError(
+            f"Node {node} of run {run.run_id} has no kept agent context (a seed is no "
+            "agent's proposal, and runs before rlab kept contexts have none); pick another "
+            f"node (`rlab show {run.root}` lists them)."
+        )
+    if as_json:
+        print_json(record)
+        return
+    console.print(clean(render_context(record)), soft_wrap=True, markup=False)
 
 
 def _fact(value: Any) -> str:

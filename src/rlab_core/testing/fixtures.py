@@ -13,6 +13,35 @@ from rlab_core.plugins import PluginHost, PluginRecord
 from rlab_core.run_folder import RunFolder
 
 
+@pytest.fixture(autouse=True, scope="module")
+def module_knowledge_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Each test module's own knowledge base, for module-scoped fixtures that make runs."""
+    path = tmp_path_factory.mktemp("knowledge-module") / "knowledge.sqlite"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RLAB_KNOWLEDGE", str(path))
+        yield path
+
+
+@pytest.fixture(autouse=True)
+def isolated_knowledge_base(
+    module_knowledge_base: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Path:
+    """Each test's own knowledge base (``RLAB_KNOWLEDGE``): runs write back their lessons and
+    the playbook agent reads them, so a shared base would make one test's run steer the next
+    one's, and a suite must never write the user's own base.
+
+    Autouse where it is imported into a ``conftest.py`` together with
+    ``module_knowledge_base`` (``from rlab_core.testing.fixtures import
+    isolated_knowledge_base, module_knowledge_base``). Beside ``tmp_path``, not in it, so
+    tests that list their folder find only their own files.
+    """
+    path = tmp_path_factory.mktemp("knowledge") / "knowledge.sqlite"
+    monkeypatch.setenv("RLAB_KNOWLEDGE", str(path))
+    return path
+
+
 @pytest.fixture
 def plugin_host() -> PluginHost:
     """A plugin host with only the core's built-ins (no installed plugin leaks in)."""

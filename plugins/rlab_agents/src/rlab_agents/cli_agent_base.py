@@ -213,6 +213,10 @@ class CLIAgent(Agent[CLIConfigT]):
     def command(self, context: AgentContext, workdir: Path, state_dir: Path) -> list[str]:
         """The tool's command line; ``state_dir`` (outside the work folder) takes its histories."""
 
+    def has_rlab_tools(self, context: AgentContext) -> bool:
+        """True when the tool is given rlab's MCP server (``rlab mcp``) for this call."""
+        return False
+
     def read_output(self, output: ToolOutput) -> tuple[str, Usage]:
         """The tool's closing summary and what the call cost (unknown: zero)."""
         return output.stdout.strip() or output.stderr.strip(), Usage()
@@ -237,7 +241,8 @@ class CLIAgent(Agent[CLIConfigT]):
             work.mkdir()
             state.mkdir()
             write_source(work, before, before)
-            (work / TASK_FILE).write_text(build_instructions(context))
+            tools = self.has_rlab_tools(context)
+            (work / TASK_FILE).write_text(build_instructions(context, tools=tools))
             output = self._execute(self.command(context, work, state), work, state)
             summary, usage = self.read_output(output)
             after = read_source(work)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+import shutil
+import sys
 from pathlib import Path
 from typing import Literal
 
@@ -142,6 +144,41 @@ class ClaudeCodeConfig(CLIAgentConfig):
         description="--permission-mode: acceptEdits lets it edit files and asks (so refuses) "
         "anything else; bypassPermissions also lets it run commands.",
     )
+    mcp: bool = Field(
+        default=True,
+        description="Give Claude Code rlab's MCP server (`rlab mcp`: knowledge search and this "
+        "run's history) as a tool, when the run has knowledge on.",
+    )
+
+
+#: The MCP server's name in Claude Code's config; its tools are ``mcp__rlab__*``.
+MCP_SERVER = "rlab"
+#: The file, in the call's state folder, that holds the ``--mcp-config``.
+MCP_CONFIG = "mcp.json"
+
+
+def rlab_executable() -> str | None:
+    """The ``rlab`` command of this environment (beside its Python, else on PATH)."""
+    beside = Path(sys.executable).parent / "rlab"
+    return str(beside) if beside.is_file() else shutil.which("rlab")
+
+
+def mcp_config(context: AgentContext, rlab: str) -> dict:
+    """Claude Code's ``--mcp-config``: one server, ``rlab mcp``, on the run's knowledge base.
+
+    The server reads the same knowledge base file as the run and, with ``--run``, the run's
+    own history (validation side only, as everywhere an agent looks).
+    """
+    digest = context.knowledge
+    args = ["mcp"]
+    env: dict[str, str] = {}
+    if digest is not None and digest.run_folder:
+        args += ["--run", digest.run_folder]
+    if digest is not None and digest.store_path:
+        env["RLAB_KNOWLEDGE"] = digest.store_path
+    return {
+        "mcpServers": {MCP_SERVER: {"type": "stdio", "command": rlab, "args": args, "env": env}}
+    }
 
 
 class ClaudeCodeAgent(CLIAgent[ClaudeCodeConfig]):
@@ -150,6 +187,10 @@ class ClaudeCodeAgent(CLIAgent[ClaudeCodeConfig]):
     agent_name = "claude-code"
     install = "npm install -g @anthropic-ai/claude-code"
     byproducts = (".claude/*",)
+
+    def has_rlab_tools(self, context: AgentContext) -> bool:
+        """With knowledge on (no ``--no-kg``), ``mcp`` set and an ``rlab`` command to start."""
+        return self.config.mcp and context.knowledge is not None and rlab_executable() is not None
 
     def command(self, context: AgentContext, workdir: Path, state_dir: Path) -> list[str]:
         options = self.config
@@ -162,6 +203,13 @@ class ClaudeCodeAgent(CLIAgent[ClaudeCodeConfig]):
             "--output-format",
             "json",
         ]
+        rlab = rlab_executable()
+        if self.has_rlab_tools(context) and rlab is not None:
+            # outside the work folder, so the config never becomes part of the candidate
+            path = state_dir / MCP_CONFIG
+            path.write_text(json.dumps(mcp_config(context, rlab), indent=1))
+            # acceptEdits asks before any other tool: rlab's read-only tools are allowed by name
+            argv += ["--mcp-config", str(path), "--allowedTools", f"mcp__{MCP_SERVER}"]
         if options.model:
             argv += ["--model", options.model]
         return [*argv, *options.extra_args]

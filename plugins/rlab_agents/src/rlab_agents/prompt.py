@@ -1,4 +1,5 @@
-"""What an agent is told: problem, solution tree, parent source, budget, output contract.
+"""What an agent is told: problem, solution tree, what worked before, parent source, budget,
+output contract.
 
 The tree is rendered oldest first. When it outgrows the character budget, the oldest
 nodes are compacted first — their diffs dropped, then their entries shortened to one line —
@@ -112,6 +113,12 @@ def render_source(files: dict[str, str], budget_chars: int) -> str:
     return "\n\n".join(parts)
 
 
+def render_knowledge(context: AgentContext) -> str:
+    """The "What worked before" section from earlier runs (empty with ``--no-kg`` or nothing
+    relevant); the core keeps it within its size budget and free of test-side numbers."""
+    return context.knowledge.render() if context.knowledge is not None else ""
+
+
 def render_progress(context: AgentContext) -> str:
     p = context.progress
     parts = [
@@ -133,18 +140,18 @@ def build_prompt(
     """The user message for a new hypothesis on ``context.parent``."""
     direction = "higher" if context.higher_is_better else "lower"
     parent = context.parent
-    return "\n\n".join(
-        [
-            f"# Task {context.task}\n\n{context.problem}",
-            f"Primary metric: {context.primary_metric} ({direction} is better).",
-            f"# Solution tree so far (oldest first)\n{render_tree(context, tree_budget)}",
-            f"# Budget\n{render_progress(context)}",
-            f"# Parent {parent.id}: {parent.hypothesis} ({_score(parent, context.primary_metric)})\n"
-            + render_source(context.parent_source, source_budget),
-            _step_text(context),
-            OUTPUT_CONTRACT.replace("{editable}", ", ".join(context.editable_files)),
-        ]
-    )
+    sections = [
+        f"# Task {context.task}\n\n{context.problem}",
+        f"Primary metric: {context.primary_metric} ({direction} is better).",
+        f"# Solution tree so far (oldest first)\n{render_tree(context, tree_budget)}",
+        render_knowledge(context).replace("## What worked before", "# What worked before", 1),
+        f"# Budget\n{render_progress(context)}",
+        f"# Parent {parent.id}: {parent.hypothesis} ({_score(parent, context.primary_metric)})\n"
+        + render_source(context.parent_source, source_budget),
+        _step_text(context),
+        OUTPUT_CONTRACT.replace("{editable}", ", ".join(context.editable_files)),
+    ]
+    return "\n\n".join(section for section in sections if section)
 
 
 def _step_text(context: AgentContext) -> str:
@@ -183,8 +190,22 @@ TASK_FILE = "RLAB_TASK.md"
 HYPOTHESIS_FILE = "HYPOTHESIS.md"
 
 
-def build_instructions(context: AgentContext, *, tree_budget: int = 30_000) -> str:
-    """Markdown instructions for an external coding agent working in a copy of the parent."""
+#: Told to a coding tool that has rlab's MCP server (``rlab mcp``) among its tools.
+MCP_NOTE = (
+    "The `rlab` MCP tools are available: `search_knowledge` (lessons of earlier runs and "
+    "curated notes, by text), `task_lessons` (every lesson of one task) and `run_history` "
+    "(this run's nodes, hypotheses, validation scores and verdicts). Query them when the "
+    "summary above is not enough."
+)
+
+
+def build_instructions(
+    context: AgentContext, *, tree_budget: int = 30_000, tools: bool = False
+) -> str:
+    """Markdown instructions for an external coding agent working in a copy of the parent.
+
+    ``tools``: the tool has rlab's MCP server, and is told so after "What worked before".
+    """
     direction = "higher" if context.higher_is_better else "lower"
     editable = ", ".join(context.editable_files)
     if isinstance(context, RepairContext):
@@ -199,10 +220,13 @@ def build_instructions(context: AgentContext, *, tree_budget: int = 30_000) -> s
             "\n## What to do\nThe program in this folder is the parent. Make ONE focused change "
             "that tests one hypothesis, different from what the tree shows was already tried"
         )
+    knowledge = "".join(
+        f"{part}\n\n" for part in (render_knowledge(context), MCP_NOTE if tools else "") if part
+    )
     return (
         f"# Task {context.task}\n\n{context.problem}\n\nPrimary metric: {context.primary_metric} "
         f"({direction} is better).\n\n## Solution tree so far\n{render_tree(context, tree_budget)}\n\n"
-        f"## Budget\n{render_progress(context)}\n{step}, editing only files that match: "
+        f"{knowledge}## Budget\n{render_progress(context)}\n{step}, editing only files that match: "
         f"{editable}. A change to any other file, or outside this folder, is refused and the "
         f"attempt fails; deleted files are kept. Then write the hypothesis to a file named "
         f"{HYPOTHESIS_FILE} in this folder: its first line is one sentence saying what the "

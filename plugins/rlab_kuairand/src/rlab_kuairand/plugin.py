@@ -1,6 +1,8 @@
-"""Entry point of the kuairand plugin: registers the ``kuairand`` benchmark, nothing heavy."""
+"""Entry point of the kuairand plugin: the ``kuairand`` benchmark and its knowledge pages."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from rlab_core.api import BenchmarkInfo, hookimpl
 
@@ -25,3 +27,12 @@ def rlab_register_benchmarks():
             default_priority=10,  # below relbench (100): the synthetic sample is a fallback
         )
     ]
+
+
+@hookimpl
+def rlab_knowledge_pages():
+    # curated pages for the kuairand family (markdown files shipped in the package); the
+    # loader is imported here so that discovering plugins stays cheap
+    from rlab_core.api import load_pages
+
+    return load_pages(Path(__file__).parent / "knowledge", family="kuairand")

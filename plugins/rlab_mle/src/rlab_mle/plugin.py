@@ -1,6 +1,8 @@
-"""Entry point of the mle plugin: registers the ``mle`` benchmark and its mode, nothing heavy."""
+"""Entry point of the mle plugin: the ``mle`` benchmark, its mode and knowledge pages."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from rlab_core.api import BenchmarkInfo, ModeInfo, hookimpl
 
@@ -55,3 +57,12 @@ def rlab_register_modes():
             },
         )
     ]
+
+
+@hookimpl
+def rlab_knowledge_pages():
+    # curated pages for the mle family (markdown files shipped in the package); the
+    # loader is imported here so that discovering plugins stays cheap
+    from rlab_core.api import load_pages
+
+    return load_pages(Path(__file__).parent / "knowledge", family="mle")

@@ -1,10 +1,12 @@
-"""Entry point of the relbench plugin: registers the ``relbench`` benchmark and its mode.
+"""Entry point of the relbench plugin: the ``relbench`` benchmark, its mode and knowledge pages.
 
 Only this module is imported when rlab discovers plugins, so it imports nothing heavy:
 ``load`` imports the implementation (pandas, relbench, duckdb) when a run needs it.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from rlab_core.api import BenchmarkInfo, ModeInfo, hookimpl
 
@@ -56,3 +58,12 @@ def rlab_register_modes():
             },
         )
     ]
+
+
+@hookimpl
+def rlab_knowledge_pages():
+    # curated pages for the relbench family (markdown files shipped in the package); the
+    # loader is imported here so that discovering plugins stays cheap
+    from rlab_core.api import load_pages
+
+    return load_pages(Path(__file__).parent / "knowledge", family="relbench")
