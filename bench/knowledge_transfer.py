@@ -7,7 +7,8 @@ For each pair and run seed, in a throw-away workspace:
 
 1. the playbook agent runs ``FIRST`` with an empty knowledge base of its own, which the run
    writes its lessons into;
-2. it runs ``SIBLING`` twice with the same budgets: once with knowledge switched off
+2. it runs ``SIBLING`` twice with the same budgets (``--iterations``, all of them made:
+   ``min_iterations`` too): once with knowledge switched off
    (``knowledge.enabled=false``), once with a copy of the first run's base;
 3. for both sibling runs: the best validation score after each iteration, the iteration and
    the wall-clock at which each run first reaches the no-knowledge run's best validation
@@ -69,6 +70,9 @@ def one_run(
         task=task,
         agent="playbook",
         iterations=iterations,
+        # every run makes all its iterations: the first one tries as many moves as it can
+        # teach, and both sibling runs are compared over the same number of iterations
+        min_iterations=iterations,
         seed=seed,
         out=root / "runs",
         seed_candidate=seed_program(task),

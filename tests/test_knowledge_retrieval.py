@@ -259,6 +259,28 @@ def test_moves_are_ordered_by_past_verified_gains(store: KnowledgeStore) -> None
     assert order_by_knowledge(moves, _context(None)) == moves
 
 
+def test_a_move_that_hurt_another_kind_of_task_keeps_its_rank(tmp_path: Path) -> None:
+    # worse for accuracy on a classification task of the same family: no evidence for rmse
+    classification = _fp("rel:c", metric="accuracy").model_copy(
+        update={"task_type": "classification"}
+    )
+    store = KnowledgeStore(tmp_path / "kb.sqlite")
+    store.add_lessons(
+        [
+            _lesson("r1", "n1", classification, "recency", verdict="worse", gain=-0.02),
+            _lesson("r2", "n1", _fp("rel:b"), "drop-dates", verdict="worse", gain=-0.01),
+        ]
+    )
+    moves = [
+        PlaybookMove(id=name, hypothesis=name, edits=[], rank=rank)
+        for rank, name in enumerate(["recency", "drop-dates", "more-trees"])
+    ]
+    digest = relevant_knowledge(store, _fp("rel:a"))
+    assert digest.move_stats["recency"].worse == 1  # seen, and warned of in the digest
+    ordered = order_by_knowledge(moves, _context(digest))
+    assert [m.id for m in ordered] == ["recency", "more-trees", "drop-dates"]
+
+
 # --------------------------------------------------------------------------- the switch
 
 

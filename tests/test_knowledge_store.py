@@ -240,6 +240,9 @@ def test_a_broken_base_never_fails_a_run(run_toy, isolated_knowledge_base, monke
     assert outcome.best is not None and outcome.best.hypothesis == SLOPE_2["hypothesis"]
     warnings = [r.getMessage() for r in caplog.records if r.name == harvest.__name__]
     assert len(warnings) == 1 and "lessons were not written" in warnings[0]
-    assert str(isolated_knowledge_base) in warnings[0] and "the run itself is unaffected" in warnings[0]
+    assert (
+        str(isolated_knowledge_base) in warnings[0]
+        and "the run itself is unaffected" in warnings[0]
+    )
     run_toy([SLOPE_2], knowledge={"enabled": False})  # warned once per process
     assert len([r for r in caplog.records if r.name == harvest.__name__]) == 1

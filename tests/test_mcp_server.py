@@ -55,7 +55,10 @@ def test_mcp_server_answers_a_real_client(run_toy, toy_host, isolated_knowledge_
     server = StdioServerParameters(
         command=RLAB,
         args=["mcp", "--run", str(outcome.run.root)],
-        env={"RLAB_KNOWLEDGE": str(isolated_knowledge_base), "PATH": str(Path(sys.executable).parent)},
+        env={
+            "RLAB_KNOWLEDGE": str(isolated_knowledge_base),
+            "PATH": str(Path(sys.executable).parent),
+        },
         cwd=str(tmp_path),
     )
     names, (found, pages, lessons, history) = anyio.run(
@@ -91,7 +94,10 @@ def test_a_run_without_knowledge_gets_none_through_mcp(run_toy, isolated_knowled
     server = StdioServerParameters(
         command=RLAB,
         args=["mcp", "--run", str(quiet.run.root)],
-        env={"RLAB_KNOWLEDGE": str(isolated_knowledge_base), "PATH": str(Path(sys.executable).parent)},
+        env={
+            "RLAB_KNOWLEDGE": str(isolated_knowledge_base),
+            "PATH": str(Path(sys.executable).parent),
+        },
         cwd=str(tmp_path),
     )
     _, (found, lessons, history, earlier) = anyio.run(

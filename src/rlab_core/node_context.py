@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rlab_core.agent_context import AgentContext, RepairContext
+from rlab_core.recorder import write_atomically
 
 #: The file, in a node's folder, that holds the context the node was proposed with.
 CONTEXT_NAME = "context.json"
@@ -36,7 +37,7 @@ def context_record(context: AgentContext) -> dict[str, Any]:
 def write_context(node_dir: Path, record: dict[str, Any]) -> None:
     """Write a :func:`context_record` as ``context.json`` into ``node_dir`` (which exists)."""
     text = json.dumps(record, indent=1, sort_keys=True)
-    (node_dir / CONTEXT_NAME).write_text(text + "\n", encoding="utf-8")
+    write_atomically(node_dir / CONTEXT_NAME, text + "\n")
 
 
 def read_context(node_dir: Path) -> dict[str, Any] | None:

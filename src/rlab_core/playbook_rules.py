@@ -66,13 +66,20 @@ def applicable_moves(context: AgentContext) -> list[PlaybookMove]:
     return usable
 
 
+#: Below this similarity (same family, another task type or metric) a move that only hurt
+#: keeps its static rank: on rel-flights the move that hurt AUROC on plane-delay
+#: (recency-weight) was the best one for NMAE on plane-arr-delay (bench/knowledge_transfer.py).
+DEMOTE_FROM_SIMILARITY = 0.8
+
+
 def order_by_knowledge(moves: list[PlaybookMove], context: AgentContext) -> list[PlaybookMove]:
     """``moves`` ordered by past verified gains on similar tasks, else kept in rank order.
 
     From the context's knowledge digest (``move_stats``): moves whose gain held up before
     come first (most verified gains, then the largest mean gain); moves with no verified
-    gain keep their static order after them; moves that only ever hurt go last. With no
-    knowledge (``--no-kg``, a first run) the order is unchanged.
+    gain keep their static order after them; moves that only ever hurt on a task of the
+    same kind (similarity >= :data:`DEMOTE_FROM_SIMILARITY`: same task type and metric) go
+    last. With no knowledge (``--no-kg``, a first run) the order is unchanged.
     """
     stats = context.knowledge.move_stats if context.knowledge is not None else {}
     if not stats:
@@ -86,7 +93,7 @@ def order_by_knowledge(moves: list[PlaybookMove], context: AgentContext) -> list
         mean = stat.mean_gain or 0.0
         if stat.held > 0 and mean > 0:
             return (0, -stat.held, -mean, index)
-        if stat.worse > 0 and stat.held == 0:
+        if stat.worse > 0 and stat.held == 0 and stat.similarity >= DEMOTE_FROM_SIMILARITY:
             return (2, 0, 0.0, index)
         return (1, 0, 0.0, index)
 
