@@ -98,36 +98,46 @@ def node_scores(task, run) -> list[dict]:
     return rows
 
 
-def bootstrap(task, chosen: dict, reference: dict, draws: int = 400) -> dict:
-    """Entity-resampled standard errors of ``chosen`` and of ``chosen - reference``."""
+def bootstrap(task, arms: dict[str, dict], pairs: list[tuple[str, str]], draws: int = 400) -> dict:
+    """Entity-resampled standard errors of every arm and of each pair's difference.
+
+    One set of resampled entities per draw serves every arm, so a pair's difference is
+    paired. Returns ``{split: {"arms": {name: {metric, se}}, "pairs": {"a - b": {...}}}}``."""
     import pandas as pd
 
     rng = np.random.default_rng(0)
     key = task.spec.get("src_entity_col") or task.spec["entity_col"]
+    metric = task.primary_metric
     out = {}
     for split in ("val", "test"):
         labels = pd.read_parquet(task.private / f"{split}_labels.parquet")
         groups = [np.asarray(v) for v in labels.groupby(key).indices.values()]
-        metric = task.primary_metric
-        point = (
-            task.evaluate(chosen[split], split)[metric]
-            - task.evaluate(reference[split], split)[metric]
-        )
-        own, diff = [], []
+        point = {name: task.evaluate(p[split], split)[metric] for name, p in arms.items()}
+        draws_by_arm: dict[str, list[float]] = {name: [] for name in arms}
         for _ in range(draws):
             rows = np.concatenate([groups[i] for i in rng.integers(0, len(groups), len(groups))])
-            a = task.evaluate(chosen[split][rows], split, rows)[metric]
-            b = task.evaluate(reference[split][rows], split, rows)[metric]
-            own.append(a)
-            diff.append(a - b)
-        lo, hi = np.quantile(diff, [0.025, 0.975])
-        out[split] = {
-            "se": round(float(np.std(own, ddof=1)), 4),
-            "diff_vs_reference": round(float(point), 4),
-            "diff_se": round(float(np.std(diff, ddof=1)), 4),
-            "diff_ci95": [round(float(lo), 4), round(float(hi), 4)],
-            "entities": len(groups),
-        }
+            for name, p in arms.items():
+                draws_by_arm[name].append(task.evaluate(p[split][rows], split, rows)[metric])
+        table = {"arms": {}, "pairs": {}, "entities": len(groups)}
+        for name in arms:
+            table["arms"][name] = {
+                "metric": round(float(point[name]), 4),
+                "se": round(float(np.std(draws_by_arm[name], ddof=1)), 4),
+            }
+        for a, b in pairs:
+            if a not in arms or b not in arms:
+                continue
+            diff = np.asarray(draws_by_arm[a]) - np.asarray(draws_by_arm[b])
+            lo, hi = np.quantile(diff, [0.025, 0.975])
+            se = float(np.std(diff, ddof=1))
+            delta = float(point[a] - point[b])
+            table["pairs"][f"{a} - {b}"] = {
+                "diff": round(delta, 4),
+                "se": round(se, 4),
+                "ci95": [round(float(lo), 4), round(float(hi), 4)],
+                "z": round(delta / se, 2) if se else None,
+            }
+        out[split] = table
     return out
 
 
@@ -165,6 +175,28 @@ def level_split(task, predictions: dict) -> dict:
     return out
 
 
+def render_table(name: str, metric: str, row: dict) -> str:
+    """The task's rows as markdown: each arm's val and test with its SE, wall per candidate."""
+    boot = row["bootstrap"]
+    lines = [
+        f"### rel-flights/{name} ({metric})",
+        "",
+        "| arm | val ± SE | test ± SE | wall per candidate (s) |",
+        "|---|---|---|---|",
+    ]
+    for arm, val in boot["val"]["arms"].items():
+        test = boot["test"]["arms"][arm]
+        wall = row["seeds"].get(arm, {}).get("wall_s", row["run"]["per_iteration_s"])
+        lines.append(
+            f"| {arm} | {val['metric']:.4f} ± {val['se']:.4f} | "
+            f"{test['metric']:.4f} ± {test['se']:.4f} | {wall} |"
+        )
+    lines += ["", "| pair (test) | difference ± SE | z |", "|---|---|---|"]
+    for pair, figures in boot["test"]["pairs"].items():
+        lines.append(f"| {pair} | {figures['diff']:+.4f} ± {figures['se']:.4f} | {figures['z']} |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", default="plane-delay,plane-arr-delay,plane-dest")
@@ -198,6 +230,8 @@ def main() -> int:
             "rows": task.facts["counts"],
             "label_level": label_levels(task),
         }
+        # a knowledge base per task: the figures are each task's own, not a transfer study
+        os.environ["RLAB_KNOWLEDGE"] = str(root / f"knowledge-{name}.sqlite")
         kept: dict = {}
         row["seeds"] = seed_scores(task, kept)
         host = PluginHost(use_entry_points=False, strict=True)
@@ -234,7 +268,13 @@ def main() -> int:
         )
         chosen = node_predictions(outcome.run, report["node"])
         reference = load_predictions(kept[reference_name])
-        row["bootstrap"] = {"reference": reference_name, **bootstrap(task, chosen, reference)}
+        arms = {name: load_predictions(folder) for name, folder in kept.items()}
+        arms["best node"] = chosen
+        seeds_run = [name for name in kept if name != "gnn"]
+        pairs = [("gnn", name) for name in seeds_run if "gnn" in kept]
+        pairs += [("best node", name) for name in kept]
+        row["bootstrap"] = {"reference": reference_name, **bootstrap(task, arms, pairs)}
+        print(render_table(name, task.primary_metric, row), flush=True)
         if task.kind == "regression":
             row["level"] = {
                 "chosen": level_split(task, chosen),

