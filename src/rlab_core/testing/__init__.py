@@ -7,6 +7,8 @@
   an agent, a strategy, a sandbox or an observer against;
 - :mod:`rlab_core.testing.playbook`: the ``ranked-playbook`` agent, which plays a task's
   playbook moves in rank order: to run a benchmark's moves through a real loop;
+- :mod:`rlab_core.testing.knowledge_pages`: ``check_knowledge_pages``, a benchmark's curated
+  pages (``rlab_knowledge_pages``) read as agents will read them;
 - :mod:`rlab_core.testing.fixtures`: pytest fixtures; enable them with
   ``pytest_plugins = ["rlab_core.testing.fixtures"]`` in a ``conftest.py``.
 """
@@ -18,6 +20,7 @@ from rlab_core.testing.conformance import (
     check_strategy,
     run_candidate,
 )
+from rlab_core.testing.knowledge_pages import check_knowledge_pages
 from rlab_core.testing.playbook import RankedPlaybookAgent
 from rlab_core.testing.toy import SEED_DIR as TOY_SEED_DIR
 from rlab_core.testing.toy.agent import ScriptedAgent, ScriptedOptions
@@ -32,6 +35,7 @@ __all__ = [
     "ToyOptions",
     "check_agent",
     "check_benchmark",
+    "check_knowledge_pages",
     "check_sandbox",
     "check_strategy",
     "run_candidate",
