@@ -15,6 +15,8 @@ from conftest import RLAB, cli_env, edit, toy_config
 from typer.testing import CliRunner
 
 from rlab_core.cli.app import app
+from rlab_core.knowledge.records import Lesson, TaskFingerprint
+from rlab_core.knowledge.store import KnowledgeStore
 
 STEPS = [
     {
@@ -130,3 +132,27 @@ def test_user_errors_are_one_sentence_and_exit_2(tmp_path):
     broken = _rlab(["knowledge", "stats"], tmp_path, corrupt)
     assert broken.returncode == 2 and "move the file aside" in broken.stderr
     assert "Traceback" not in broken.stderr
+
+
+def test_candidate_text_in_the_base_reaches_the_terminal_escaped(tmp_path):
+    # a failure cause is a candidate's own output: a clear-screen, a bell, a hyperlink
+    base = tmp_path / "kb.sqlite"
+    hostile = "run: boom \x1b[2J\x07\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ [bold]markup[/]"
+    KnowledgeStore(base).add_lessons(
+        [
+            Lesson(
+                run_id="r1",
+                node_id="n0001",
+                recorded_at=0.0,
+                fingerprint=TaskFingerprint(benchmark="toy", task="toy:line", family="toy"),
+                hypothesis="boom \x1b[31mred\x1b[0m",
+                status="failed",
+                failure_cause=hostile,
+            )
+        ]
+    )
+    for args in (["knowledge", "search", "boom"], ["knowledge", "show", "toy:line"]):
+        done = _rlab(args, tmp_path, base)
+        assert done.returncode == 0, done.stdout
+        assert "\x1b" not in done.stdout and "\x07" not in done.stdout, args
+        assert "\\x1b" in done.stdout and "[bold]markup[/]" in done.stdout.replace("\n", "")

@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from rlab_core.cli.common import JsonFlag, RunsFolder, console, print_json, user_errors
@@ -17,6 +16,7 @@ from rlab_core.errors import RlabUserError
 from rlab_core.knowledge.mcp_server import hit_view, lesson_view
 from rlab_core.knowledge.records import Lesson
 from rlab_core.knowledge.store import KnowledgeStore
+from rlab_core.report.sanitize import safe
 
 app = typer.Typer(
     help="The knowledge base runs write back: search it, inspect it, share it.",
@@ -39,19 +39,25 @@ def _number(value: float | None, signed: bool = False) -> str:
     return f"{value:+.4g}" if signed else f"{value:.4g}"
 
 
+def _shown(text: object) -> str:
+    """Text from the base on one terminal line: lessons carry candidates' failure messages and
+    agents' hypotheses, so control characters are written as escapes, markup kept literal."""
+    return safe(text, newlines=False)
+
+
 def _outcome(lesson: Lesson) -> str:
     """What a lesson's node came to: its verdict and gain, or its failure."""
     if lesson.failure_cause:
         return (
-            f"[red]{escape(lesson.status)}[/] {escape(lesson.failure_cause.splitlines()[0][:80])}"
+            f"[red]{_shown(lesson.status)}[/] {_shown(lesson.failure_cause.splitlines()[0][:80])}"
         )
     if lesson.verdict or lesson.gain is not None:
         interval = ""
         if lesson.interval:
             lo, hi = lesson.interval
             interval = f" [{_number(lo, True)}, {_number(hi, True)}]"
-        return f"{escape(lesson.verdict or 'gain')} {_number(lesson.gain, True)}{interval}"
-    return escape(lesson.node_kind or lesson.status)
+        return f"{_shown(lesson.verdict or 'gain')} {_number(lesson.gain, True)}{interval}"
+    return _shown(lesson.node_kind or lesson.status)
 
 
 @app.command("search")
@@ -71,7 +77,7 @@ def search(
         print_json([hit_view(hit) for hit in hits])
         return
     if not hits:
-        console.print(f"no match for {escape(text)!r}")
+        console.print(f"no match for {_shown(text)!r}")
         return
     table = Table(show_lines=False)
     for column in ("kind", "title", "where", "what"):
@@ -82,8 +88,8 @@ def search(
             what = _outcome(hit.lesson)
         else:
             where = f"{hit.page.family} page {hit.page.id}" if hit.page else ""
-            what = escape(hit.text[:120])
-        table.add_row(hit.kind, escape(hit.title[:80]), escape(where), what)
+            what = _shown(hit.text[:120])
+        table.add_row(hit.kind, _shown(hit.title[:80]), _shown(where), what)
     console.print(table)
 
 
@@ -109,13 +115,13 @@ def show(
     if as_json:
         print_json([lesson_view(lesson) for lesson in lessons])
         return
-    table = Table(title=f"lessons for {escape(task)}")
+    table = Table(title=f"lessons for {_shown(task)}")
     for column in ("run/node", "move or hypothesis", "val", "outcome"):
         table.add_column(column)
     for lesson in lessons:
         table.add_row(
-            escape(f"{lesson.run_id}/{lesson.node_id}"),
-            escape(lesson.title[:80]),
+            _shown(f"{lesson.run_id}/{lesson.node_id}"),
+            _shown(lesson.title[:80]),
             _number(lesson.val_score),
             _outcome(lesson),
         )
@@ -128,7 +134,7 @@ def export(path: Path = typer.Argument(..., help="JSON-lines file to write.")) -
     """Write every lesson and page to a JSON-lines file (to share a team's base)."""
     store = KnowledgeStore()
     count = store.export_jsonl(path)
-    console.print(f"exported {count} records from {escape(str(store.path))} to {escape(str(path))}")
+    console.print(f"exported {count} records from {_shown(str(store.path))} to {_shown(str(path))}")
 
 
 @app.command("import")
@@ -139,7 +145,7 @@ def import_(
     """Merge a JSON-lines export into this base (importing twice changes nothing)."""
     store = KnowledgeStore()
     count = store.import_jsonl(path)
-    console.print(f"imported {count} records into {escape(str(store.path))}")
+    console.print(f"imported {count} records into {_shown(str(store.path))}")
 
 
 @app.command("forget")
@@ -154,7 +160,7 @@ def forget(run: str = typer.Argument(..., help="Run id or run folder.", metavar=
         raise NoLessonsError(
             f"No lessons of run {run_id!r} in {store.path}; `rlab knowledge stats` counts the runs there."
         )
-    console.print(f"forgot {removed} lessons of run {escape(run_id)}")
+    console.print(f"forgot {removed} lessons of run {_shown(run_id)}")
 
 
 @app.command("stats")
@@ -166,11 +172,11 @@ def stats(as_json: JsonFlag = False) -> None:
         print_json(facts)
         return
     console.print(
-        f"{escape(facts['path'])}: {facts['lessons']} lessons from {facts['runs']} runs on "
+        f"{_shown(facts['path'])}: {facts['lessons']} lessons from {facts['runs']} runs on "
         f"{facts['tasks']} tasks, {facts['pages']} pages"
     )
     for family, counts in facts["families"].items():
-        console.print(f"  {escape(family)}: {counts['lessons']} lessons, {counts['pages']} pages")
+        console.print(f"  {_shown(family)}: {counts['lessons']} lessons, {counts['pages']} pages")
 
 
 @user_errors
