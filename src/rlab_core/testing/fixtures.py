@@ -19,6 +19,9 @@ def module_knowledge_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     path = tmp_path_factory.mktemp("knowledge-module") / "knowledge.sqlite"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("RLAB_KNOWLEDGE", str(path))
+        # a test that starts rlab with the RLAB_ variables stripped still keeps this, so its
+        # run writes under the module's folder (the default base), never the user's
+        patch.setenv("XDG_DATA_HOME", str(path.parent / "data"))
         yield path
 
 
@@ -39,6 +42,7 @@ def isolated_knowledge_base(
     """
     path = tmp_path_factory.mktemp("knowledge") / "knowledge.sqlite"
     monkeypatch.setenv("RLAB_KNOWLEDGE", str(path))
+    monkeypatch.setenv("XDG_DATA_HOME", str(path.parent / "data"))  # for RLAB_-stripped starts
     return path
 
 
