@@ -147,8 +147,8 @@ def test_significant_convergence_counts_only_gains_beyond_the_noise(run_toy):
     ]
     outcome = run_toy([SLOPE_2, *wiggles], min_iterations=2, window=3, iterations=20)
     assert outcome.stop_reason == (
-        "converged: no significant gain (one-sided 90%) over the best in the last 3 "
-        "evaluated iterations"
+        "converged: no significant gain (one-sided 90%) over the best since the last 3 "
+        "evaluated changes of the code began"
     )
     tree = replay(outcome.run.journal_path).tree
     slope2, *nudges = [n for n in tree.evaluated() if n.kind != "seed"]

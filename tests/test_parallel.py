@@ -180,27 +180,40 @@ PRINT_CONTRACT = (
 
 def test_stage_node_id_and_top_nodes_reach_the_candidate(host, tmp_path):
     moves = [move(f"probe{i}", f"SLOPE = {1.5 + i / 4}\n{PRINT_CONTRACT}", 0.0) for i in range(5)]
-    outcome = run_playbook(host, tmp_path / "runs", moves, iterations=5, staged=True)
+    outcome = run_playbook(host, tmp_path / "runs", moves, iterations=8, staged=True)
     tree = replay(outcome.run.journal_path).tree
-    stages = {}
     for node in tree:
-        stages[node.iteration] = node.stage
-        if node.kind == NodeKind.SEED:
-            continue
         log = (outcome.run.node_dir(node.id) / "log.txt").read_text()
+        if "ENV" not in log:
+            assert node.move_id in ("line-seed", "screen-reference")  # the seed's own source
+            continue
         _, seen_id, seen_stage, top = next(
             x for x in log.splitlines() if x.startswith("ENV")
         ).split()
         assert (seen_id, seen_stage) == (node.id, node.stage)
         if node.stage == "ensemble":
-            # the best evaluated nodes when it started, best first
-            ranked = [n for n in tree.evaluated() if n.finished_at <= node.created_at]
+            # the best full-fidelity nodes when it started, best first
+            ranked = [n for n in tree.full_fidelity() if n.finished_at <= node.created_at]
             ranked.sort(key=lambda n: n.score.primary)
             assert top.split(",") == [n.id for n in ranked[:5]]
         else:
             assert top == "None"
-    # of 5 iterations: 0-1 used is below 35 %, 4 used is 80 %: mini, full, ensemble
-    assert stages == {0: "mini", 1: "mini", 2: "mini", 3: "full", 4: "full", 5: "ensemble"}
+    moves_and_stages = [(n.move_id, n.stage) for n in tree]
+    # the seed runs full; below 35 % of 8 iterations children are screened at mini against
+    # the seed's own mini re-run; a screen that beat it is promoted to a full run
+    assert moves_and_stages[:5] == [
+        ("line-seed", "full"),
+        ("screen-reference", "mini"),
+        ("probe0", "mini"),
+        ("promote", "full"),
+        ("probe1", "full"),
+    ]
+    assert tree.get("n0003").parent_id == "n0002" and tree.get("n0003").diff == ""
+    assert all(n.stage == "full" for n in tree if n.move_id == "promote")
+    assert moves_and_stages[-1][1] == "ensemble"
+    # only full-fidelity nodes compete: the best is a promotion or a full node, never a screen
+    assert tree.best().fidelity == "full" and tree.best().score.fidelity == "full"
+    assert {n.score.fidelity for n in tree.evaluated() if n.stage == "mini"} == {"mini"}
 
 
 def start_in_subprocess(out: Path, tmp_path: Path, moves, iterations: int) -> subprocess.Popen:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from rlab_core.interfaces import PreparedTask
-from rlab_core.records import Gain, Node, NodeKind, Score
+from rlab_core.records import SCREEN_REFERENCE, Gain, Node, NodeKind, Score
 from rlab_core.tree import Tree
 
 if TYPE_CHECKING:
@@ -173,13 +173,25 @@ class NoiseJudge:
         ancestor — under the run's rule; seeds are accepted as the baselines. The rule reads
         the lineage only, never what else happened to finish first, so parallel runs judge
         the same nodes the same way whatever order they finish in.
+
+        Scores are compared at one fidelity only. A ``mini`` screen is never accepted (only
+        full scores compete); its gain is measured against its yardstick, the parent re-run
+        at mini fidelity (:mod:`rlab_core.core_steps`). A tuning trial is judged like any
+        node: it becomes the best only by beating the lineage's best beyond the noise, so
+        picking among many trials never crowns a setting whose lead the noise explains.
         """
         if not node.evaluated:
             return
         if node.kind == NodeKind.SEED or node.parent_id is None:
-            node.accepted = True
+            node.accepted = node.fidelity == "full"
             return
-        lineage = [n for n in tree.lineage(node.parent_id) if n.evaluated]
+        if node.fidelity != "full":
+            node.accepted = False
+            yardstick = screen_yardstick(tree, node)
+            if yardstick is not None and yardstick.id != node.id:
+                node.gain = self.compare(node, yardstick, nodes_dir)
+            return
+        lineage = [n for n in tree.lineage(node.parent_id) if n.full_fidelity]
         if not lineage:
             node.accepted = True  # nothing to beat: a draft of a failed seed
             return
@@ -196,3 +208,21 @@ class NoiseJudge:
         if self.acceptance == "significant" and gain.verdict != "unmeasured":
             return gain.significant
         return gain.delta > 0
+
+
+def screen_yardstick(tree: Tree, node: Node) -> Node | None:
+    """What a ``mini`` screen is measured against: its parent's mini-fidelity re-run.
+
+    The parent is the nearest evaluated ancestor (a repair's failed parent is skipped). Its
+    yardstick is its ``screen-reference`` child, or the parent itself when it is a mini
+    node (a repair of a screen, a screen of a screen).
+    """
+    parent = next((n for n in reversed(tree.lineage(node.parent_id or "")) if n.evaluated), None)
+    if parent is None:
+        return None
+    if parent.fidelity == "mini":
+        return parent
+    for child in tree.children(parent.id):
+        if child.move_id == SCREEN_REFERENCE and child.evaluated:
+            return child
+    return None

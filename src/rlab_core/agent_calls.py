@@ -101,6 +101,12 @@ class AgentCalls:
             knowledge=knowledge,
         )
 
+    def has_untried_moves(self, parent: Node, view: Tree) -> bool:
+        """Whether the agent says changes it has not tried remain for ``parent``."""
+        context = self.context(parent, "improve", view, stage="full")
+        with self._agent_lock:
+            return bool(self.agent.has_untried_moves(context))
+
     def propose(
         self, job: Job, parent: Node, context: AgentContext, kind: NodeKind, started: float
     ) -> Proposal | None:

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from rlab_core.knowledge.retrieve import KnowledgeDigest
-from rlab_core.records import NodeKind, Record
+from rlab_core.records import NodeKind, Record, TuningTrial
 from rlab_core.task_records import PlaybookMove
 
 
@@ -31,6 +31,14 @@ class NodeSummary(Record):
     improved_on_parent: bool = False
     failure: str | None = None
     repair_of: str | None = None
+    #: The tuning trial it ran (its setting of the declared parameters), if any.
+    tuning: TuningTrial | None = None
+    #: ``mini`` for a screening run, ``full`` otherwise; only full scores compete for best.
+    fidelity: str = "full"
+    #: Whether the run's acceptance rule took it as a new best of its lineage.
+    accepted: bool | None = None
+    #: Tunable parameters its source declares.
+    tunables: list[str] = Field(default_factory=list)
 
 
 class BudgetProgress(Record):

@@ -144,6 +144,7 @@ from rlab_core.records import (
     Record as Record,
     Score as Score,
     Timing as Timing,
+    TuningTrial as TuningTrial,
     Usage as Usage,
 )
 from rlab_core.resampling import (
@@ -169,5 +170,23 @@ from rlab_core.task_records import (
     TaskListing as TaskListing,
 )
 from rlab_core.tree import Tree as Tree
+from rlab_core.tuning.policy import (
+    burst_size as burst_size,
+    next_move_kind as next_move_kind,
+    pending_burst as pending_burst,
+)
+from rlab_core.tuning.space import (
+    TunableParam as TunableParam,
+    TunableSpecError as TunableSpecError,
+    declared_params as declared_params,
+    format_value as format_value,
+    seed_setting as seed_setting,
+    setting_edits as setting_edits,
+)
+from rlab_core.tuning.study import (
+    study_base as study_base,
+    study_trials as study_trials,
+    tuning_proposal as tuning_proposal,
+)
 
 def run_cli(args: list[str]) -> int: ...

@@ -43,13 +43,16 @@ def build_child(
     proposal: Proposal,
     editable: Sequence[str],
     forbidden_tokens: Sequence[str] = (),
+    *,
+    rerun: bool = False,
 ) -> ChildSource:
     """Apply ``proposal`` to the ``parent`` files: the child's files, changed files and diff.
 
     ``editable`` are the task's editable patterns, ``forbidden_tokens`` its extra guard
     tokens. Never raises for a bad proposal: an edit outside the boundary, an anchor that
     does not occur exactly once or a change that changes nothing fails at stage ``edit``, a
-    new capability at stage ``guard``.
+    new capability at stage ``guard``. ``rerun``: the core's own re-run of the parent
+    (a screen's yardstick, a promotion), where an unchanged source is the point.
     """
     changed: list[str] = []
     diff = ""
@@ -67,7 +70,7 @@ def build_child(
     except GuardRefusal as exc:
         failure = Failure(stage=FailureStage.GUARD, message=str(exc))
         return ChildSource(parent, changed=changed, diff=diff, failure=failure)
-    if not changed:
+    if not changed and not rerun:
         failure = Failure(stage=FailureStage.EDIT, message=NOTHING_CHANGED)
         return ChildSource(parent, diff=diff, failure=failure)
     return ChildSource(child, changed=changed, diff=diff)

@@ -91,7 +91,9 @@ class RunConfig(BaseModel):
         default=0.002, ge=0, description="Convergence: smallest gain that counts."
     )
     window: int = Field(
-        default=3, ge=1, description="Convergence: evaluated iterations looked back."
+        default=3,
+        ge=1,
+        description="Convergence: evaluated changes of the code looked back (tuning trials aside).",
     )
     min_iterations: int = Field(default=3, ge=0, description="Never converge before this many.")
     acceptance: Literal["significant", "any"] = Field(

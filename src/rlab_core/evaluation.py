@@ -188,6 +188,7 @@ class CandidateEvaluator:
         top_nodes: list[str] | None = None,
         seed: int | None = None,
         home: Path | None = None,
+        smoke: bool = True,
     ) -> tuple[Execution | None, Score | None, Failure | None]:
         """Run the candidate in ``src_dir`` and return (execution, validation score, failure).
 
@@ -196,7 +197,9 @@ class CandidateEvaluator:
         smoke run; ``top_nodes`` (best first) reach it as ``RLAB_TOP_NODES`` at ``ensemble``.
         ``seed`` replaces the run's ``RLAB_SEED`` and ``home`` the node's folder (with its
         private outputs in ``home/private``): how a finalist is re-run with another seed;
-        such a run's noise is not measured.
+        such a run's noise is not measured, and it gets no smoke run (its program ran).
+        ``smoke=False`` skips the task's smoke run for a program whose code already ran: a
+        tuning trial only sets declared values, a promotion re-runs a screen unchanged.
 
         The candidate works in ``tmp/<node>/`` (its source copy and its output folder); when
         it has exited, its outputs are taken as data into ``nodes/<node>/outputs`` (and the
@@ -220,6 +223,7 @@ class CandidateEvaluator:
                     top=list(top_nodes or []),
                     seed=self.settings.seed if seed is None else seed,
                     measure=home is None,
+                    smoke=smoke and home is None,
                 )
         finally:
             # rmtree never follows a link, so whatever the candidate planted goes with it
@@ -248,11 +252,12 @@ class CandidateEvaluator:
         top: list[str],
         seed: int,
         measure: bool,
+        smoke: bool,
     ) -> tuple[Execution | None, Score | None, Failure | None]:
         """The smoke run (if asked), the run, then the outputs' contract and score."""
         shutil.rmtree(scratch, ignore_errors=True)
         scratch.mkdir(parents=True)
-        if self.settings.smoke:
+        if self.settings.smoke and smoke:
             smoke_out = scratch / "smoke_outputs"
             smoke_out.mkdir()
             execution, failure = self._run_stage(

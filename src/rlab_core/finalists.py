@@ -12,6 +12,7 @@ choice are journaled (:class:`~rlab_core.events.ReplicateScored`,
 from __future__ import annotations
 
 import statistics
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,17 +40,27 @@ class FinalistSettings:
 
 def finalist_pool(tree: Tree, acceptance: str) -> list[Node]:
     """Nodes that may be chosen, best score first (earliest first among equals)."""
-    pool = tree.accepted() if acceptance == "significant" else tree.evaluated()
+    pool = tree.accepted() if acceptance == "significant" else tree.full_fidelity()
     sign = -1.0 if tree.higher_is_better else 1.0
     return sorted(pool, key=lambda n: sign * n.score.primary)  # type: ignore[union-attr]
 
 
-def reserve_s(tree: Tree, settings: FinalistSettings) -> float:
-    """Seconds the finalists' replicates should take (a search keeps them back from its time)."""
-    walls = sorted(n.timing.candidate_s for n in tree.evaluated())
+def reserve_s(
+    tree: Tree, settings: FinalistSettings, done: Mapping[str, Collection[int]] | None = None
+) -> float:
+    """Seconds the finalists' replicates should take (a search keeps them back from its time).
+
+    The median full-fidelity candidate's time for each replicate still missing: the current
+    finalists' seeds not in ``done`` (node id -> seeds already replicated, the noise
+    measurement's included) and every seed of the finalists still to come.
+    """
+    walls = sorted(n.timing.candidate_s for n in tree.full_fidelity())
     if not walls or not settings.count or not settings.seeds:
         return 0.0
-    runs = min(settings.count, len(walls)) * settings.seeds
+    done = done or {}
+    pool = finalist_pool(tree, settings.acceptance)[: settings.count]
+    runs = sum(1 for n in pool for s in settings.extra_seeds if s not in done.get(n.id, ()))
+    runs += max(0, settings.count - len(pool)) * settings.seeds
     return walls[len(walls) // 2] * runs / max(1, settings.workers)
 
 

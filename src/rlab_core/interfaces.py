@@ -199,6 +199,15 @@ class Agent(ABC, Generic[C]):
         """Return a fix for the failed node, or ``None`` when this agent cannot repair."""
         return None
 
+    def has_untried_moves(self, context: AgentContext) -> bool | None:
+        """Whether changes of the code this agent has not tried yet remain for the parent.
+
+        Asked when the convergence rule would stop the run: a run does not converge while
+        the agent still has untried kinds of move for the best node (and budget remains).
+        ``None`` (the default): the agent cannot tell, and convergence stops the run as usual.
+        """
+        return None
+
     def close(self) -> None:
         """Release clients and servers."""
 

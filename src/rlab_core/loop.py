@@ -1,22 +1,19 @@
 """The research loop: the decision cycle (docs/user-guide.md, "Budgets and stop rules").
 
-Each decision asks the strategy for the next step on the tree it may see, dispatches the
-step (the agent's proposal, the child's evaluation and its repairs) as a job, and checks
-the stop reasons: no evaluated seed, an agent that keeps failing, a budget, the strategy's
-own (convergence, target), or nothing left to expand. Every stop is journaled.
-
-The loop's rooms: :mod:`rlab_core.scheduling` (jobs, workers, what each decision sees),
-:mod:`rlab_core.agent_calls` (contexts, proposals, repairs), :mod:`rlab_core.node_builder`
-(one node from proposal to record, with :func:`rlab_core.child.build_child`) and
-:mod:`rlab_core.recorder` (events), :mod:`rlab_core.stopping`, :mod:`rlab_core.acceptance`
-(each node's noise and verdict), :mod:`rlab_core.replicates` and :mod:`rlab_core.finalists`
-(seed replicates). The journal, the tree and node ids are shared state behind one lock;
-candidates, the heavy part, run outside it.
+Each decision takes the core's own step if one is due (:mod:`rlab_core.core_steps`:
+a screen's yardstick, a promotion, tuning a stalled best), else asks the strategy for the
+next step on the tree it may see and dispatches it (the agent's proposal, the child's
+evaluation and its repairs) as a job; then it checks the stop reasons (no evaluated seed, a
+failing agent, a budget, the strategy's own, nothing left to expand). Every stop is
+journaled. The other rooms: :mod:`rlab_core.scheduling`, :mod:`rlab_core.agent_calls`,
+:mod:`rlab_core.node_builder`, :mod:`rlab_core.recorder`, :mod:`rlab_core.stopping`,
+:mod:`rlab_core.acceptance`, :mod:`rlab_core.replicates` and :mod:`rlab_core.finalists`.
+The journal, the tree and node ids are shared state behind one lock; candidates, the
+heavy part, run outside it.
 """
 
 from __future__ import annotations
 
-import random
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,16 +21,17 @@ from typing import TYPE_CHECKING, Any
 from rlab_core.agent_calls import AgentCalls
 from rlab_core.agent_context import AgentContext, BudgetProgress
 from rlab_core.budget import budget_stop_reason, progress_of
+from rlab_core.core_steps import CoreStep, CoreSteps
 from rlab_core.events import RunStopped
 from rlab_core.finalists import FinalistRound, reserve_s
 from rlab_core.interfaces import Agent, PreparedTask, Sandbox, Step, Strategy, StrategyState
 from rlab_core.journal import RunState
-from rlab_core.loop_settings import LoopSettings, seed_sources
+from rlab_core.loop_settings import LoopSettings, seed_proposal, seed_sources
 from rlab_core.node_builder import NodeBuilder
 from rlab_core.recorder import EventSink, Recorder
 from rlab_core.records import Node, NodeKind, NodeStatus, Proposal
 from rlab_core.replicates import Replicator, measure_seed_noise
-from rlab_core.scheduling import Job, Scheduler
+from rlab_core.scheduling import Job, Scheduler, strategy_state
 from rlab_core.stopping import (
     NOTHING_LEFT,
     log_unjournaled_stop,
@@ -93,6 +91,9 @@ class ResearchLoop:
             recorder=recorder,
             progress=self.progress,
             settings=settings,
+        )
+        self.core_steps = CoreSteps(
+            self.agent_calls, evaluator.judge, settings.rules, run.nodes_dir
         )
         self.replicator = Replicator(
             run=run, state=state, evaluator=evaluator, recorder=recorder, time_left=self.time_left
@@ -173,41 +174,41 @@ class ResearchLoop:
             reason = self._stop_reason(view)
             if reason is not None:
                 return reason
+            stage = self.task.stage_for(self.progress())
+            core = self.core_steps.next_step(view, pending, stage)
+            if core is not None:  # a promotion, or tuning a stalled best: no agent call
+                self._dispatch_core(core)
+                continue
             steps = self.strategy.next_steps(self._strategy_state(view, pending), capacity=1)
             if not steps:
-                if scheduler.has_hidden_jobs():
+                # the agent has nothing left here: tuning, if untried, is the next kind of move
+                core = self.core_steps.tuning(view, pending, stage, stalled=False)
+                if core is not None:
+                    self._dispatch_core(core)
+                elif scheduler.has_hidden_jobs():
                     scheduler.reveal_one()  # an older job's result may open a new parent
-                    continue
-                return NOTHING_LEFT
+                else:
+                    return NOTHING_LEFT
+                continue
             self._dispatch(steps[0], view, pending)
 
     def _strategy_state(self, view: Tree, pending: list[Job]) -> StrategyState:
-        iteration = view.iterations_used() + len(pending)
-        running: dict[str, int] = {}
-        for job in pending:
-            if job.parent_id is not None:
-                running[job.parent_id] = running.get(job.parent_id, 0) + 1
         with self._lock:
             exhausted = frozenset(self.state.exhausted)
-        return StrategyState(
-            tree=view,
-            progress=self.progress(),
-            rules=self.settings.rules,
-            rng=random.Random(f"{self.settings.seed}:{iteration}"),
-            exhausted=exhausted,
-            running=running,
-            running_drafts=sum(1 for job in pending if job.kind == NodeKind.DRAFT),
-        )
+        return strategy_state(view, pending, self.progress(), self.settings, exhausted)
 
     def _stop_reason(self, view: Tree) -> str | None:
         tree_reason = tree_stop_reason(view)
         if tree_reason is not None:
             return tree_reason
         # the finalists' seed replicates are kept back from a time budget
-        reserve = reserve_s(self.tree, self.settings.finalists)
-        return budget_stop_reason(self.progress(), reserve) or self.strategy.stop_reason(
-            self._strategy_state(view, [])
-        )
+        reserve = reserve_s(self.tree, self.settings.finalists, self.state.replicates)
+        if (budget := budget_stop_reason(self.progress(), reserve)) is not None:
+            return budget
+        own = self.strategy.stop_reason(self._strategy_state(view, []))
+        if self.core_steps.defers(own, view):
+            return None  # converged, but the agent has untried changes for the best
+        return own or self.core_steps.stop_reason(view)
 
     # ------------------------------------------------------------------ dispatching a step
 
@@ -215,13 +216,10 @@ class ResearchLoop:
         parent = self.tree.get(step.parent_id)
         kind = NodeKind.DRAFT if step.kind == "draft" else NodeKind.IMPROVE
         stage = self.task.stage_for(self.progress())
-        job = Job(
-            number=self.scheduler.next_number(),
-            kind=kind,
-            parent_id=parent.id,
-            step=step,
-            stage=stage,
-        )
+        if stage == "mini" and (reference := self.core_steps.reference(parent, view, pending)):
+            self._dispatch_core(reference)  # the screens' yardstick first; then the step
+            return
+        job = Job(self.scheduler.next_number(), kind, parent.id, step=step, stage=stage)
         context = self.agent_calls.context(parent, step.kind, view, pending, stage=stage)
         if self.agent_calls.concurrent:
             self.scheduler.submit(job, lambda: self._propose_and_build(job, parent, context, kind))
@@ -240,6 +238,22 @@ class ResearchLoop:
         self.scheduler.submit(
             job, lambda: self._build_and_repair(job, parent, proposal, kind, agent_s)
         )
+
+    def _dispatch_core(self, core: CoreStep) -> None:
+        """A node the core proposes itself (:mod:`rlab_core.core_steps`)."""
+        number, kind = self.scheduler.next_number(), NodeKind.IMPROVE
+        job = Job(number, kind, core.parent.id, proposal=core.proposal, stage=core.stage)
+        self._submit(job, core.parent)
+
+    def _submit(self, job: Job, parent: Node | None, seed_path: Path | None = None) -> None:
+        """Run a job whose proposal is known (a seed, a core step) on a worker."""
+        proposal, kind = job.proposal, job.kind
+        assert proposal is not None  # set by the caller
+
+        def work() -> None:
+            self._build_and_repair(job, parent, proposal, kind, 0.0, seed_path=seed_path)
+
+        self.scheduler.submit(job, work)
 
     def _propose_and_build(
         self, job: Job, parent: Node, context: AgentContext, kind: NodeKind
@@ -276,22 +290,11 @@ class ResearchLoop:
     def _evaluate_seeds(self) -> None:
         done = {n.move_id for n in self.tree.seeds()}
         for name, path, description in seed_sources(self.settings, self.task):
-            if name in done:
-                continue
-            proposal = Proposal(
-                hypothesis=f"Seed candidate '{name}'" + (f": {description}" if description else ""),
-                move_id=name,
-            )
-            job = Job(
-                number=self.scheduler.next_number(),
-                kind=NodeKind.SEED,
-                proposal=proposal,
-                stage=self.task.stage_for(self.progress()),
-            )
-
-            def work(job: Job = job, proposal: Proposal = proposal, path: Path = path) -> None:
-                self._build_and_repair(job, None, proposal, NodeKind.SEED, 0.0, seed_path=path)
-
-            self.scheduler.submit(job, work)
+            if name not in done:  # seeds are the baselines: always full fidelity
+                proposal = seed_proposal(name, description)
+                job = Job(
+                    number=self.scheduler.next_number(), kind=NodeKind.SEED, proposal=proposal
+                )
+                self._submit(job, None, path)
         self.scheduler.wait_for_open_jobs()
         self.scheduler.reveal_all()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal
 from rlab_core.budget import Budgets
 from rlab_core.finalists import FinalistSettings
 from rlab_core.interfaces import PreparedTask, StopRules
+from rlab_core.records import Proposal
 
 if TYPE_CHECKING:
     from rlab_core.knowledge.run_knowledge import RunKnowledge
@@ -53,3 +54,11 @@ def seed_sources(settings: LoopSettings, task: PreparedTask) -> list[tuple[str, 
         path = Path(settings.seed_candidate)
         return [(path.name or "user-seed", path, "the user's own program")]
     return [(s.name, s.path, s.description) for s in task.seed_candidates()]
+
+
+def seed_proposal(name: str, description: str) -> Proposal:
+    """The proposal a seed node records: which seed program it is."""
+    return Proposal(
+        hypothesis=f"Seed candidate '{name}'" + (f": {description}" if description else ""),
+        move_id=name,
+    )

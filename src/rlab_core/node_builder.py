@@ -32,9 +32,11 @@ from rlab_core.records import (
     Score,
     Timing,
     Usage,
+    fidelity_of,
 )
 from rlab_core.scheduling import Job
 from rlab_core.tree import Tree
+from rlab_core.tuning.space import TunableSpecError, declared_params
 
 if TYPE_CHECKING:
     from rlab_core.agent_context import AgentContext
@@ -140,13 +142,17 @@ class NodeBuilder:
     ) -> Node:
         """Build, run and score one node from ``parent`` (or the seed program at ``seed_path``)."""
         parent_id = parent.id if parent else None
+        # a trial measures a setting of its study's program, never a blend with other nodes
+        stage = "full" if proposal.tuning is not None and job.stage == "ensemble" else job.stage
         started = self._start(job, parent_id, kind, proposal.hypothesis)
         timing = Timing(agent_s=round(agent_s, 4))
         src_dir = self.run.node_src(started.id)
         edit_start = time.perf_counter()
         # the harness's own writes: a full disk here stops the run, it fails no candidate
         with self.run.storage_guard(src_dir.parent):
-            diff, changed, failure = self._write_child(src_dir, parent, proposal, seed_path)
+            # the core's own jobs (no strategy step) may re-run a source unchanged
+            rerun = job.step is None and job.kind != NodeKind.SEED
+            diff, changed, failure = self._write_child(src_dir, parent, proposal, seed_path, rerun)
         timing.edit_s = round(time.perf_counter() - edit_start, 4)
 
         execution: Execution | None = None
@@ -154,13 +160,17 @@ class NodeBuilder:
         top: list[str] = []
         if failure is None:
             with self._lock:
-                top = self.tree.top_ids(ENSEMBLE_TOP_K) if job.stage == "ensemble" else []
+                top = self.tree.top_ids(ENSEMBLE_TOP_K) if stage == "ensemble" else []
+            # a trial sets declared values, a re-run changes nothing: the code already ran
+            smoke = proposal.tuning is None and not rerun
             execution, score, failure = self.evaluator.evaluate(
-                started.id, src_dir, timing, stage=job.stage, top_nodes=top
+                started.id, src_dir, timing, stage=stage, top_nodes=top, smoke=smoke
             )
             if execution is not None and execution.killed_by == "cancelled":
                 # the run is being interrupted: the node stays unfinished, like a killed run's
                 raise RunInterrupted(f"{started.id} was stopped by the interrupt")
+            if score is not None:
+                score.fidelity = fidelity_of(stage)
 
         with self.run.storage_guard(src_dir.parent):
             self.storage.keep_node(started.id)
@@ -181,7 +191,9 @@ class NodeBuilder:
             score=score,
             failure=failure,
             repair_of=repair_of,
-            stage=job.stage,
+            tuning=proposal.tuning,
+            tunables=self.tunables_of(started.id),
+            stage=stage,
             top_nodes=top,
             usage=proposal.usage,
             timing=timing,
@@ -189,8 +201,20 @@ class NodeBuilder:
         )
         return self._finish(node, job)
 
+    def tunables_of(self, node_id_: str) -> list[str]:
+        """Names of the tunable parameters a node's source declares (none when unreadable)."""
+        try:
+            return [p.name for p in declared_params(self.source_of(node_id_))]
+        except (TunableSpecError, OSError):
+            return []  # a broken declaration is the tuning proposal's sentence, not a failure
+
     def _write_child(
-        self, src_dir: Path, parent: Node | None, proposal: Proposal, seed_path: Path | None
+        self,
+        src_dir: Path,
+        parent: Node | None,
+        proposal: Proposal,
+        seed_path: Path | None,
+        rerun: bool = False,
     ) -> tuple[str, list[str], Failure | None]:
         """The child's source and ``diff.patch`` on disk: (diff, changed files, edit failure)."""
         src_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -203,7 +227,11 @@ class NodeBuilder:
             parent_files = self.source_of(parent.id)
             share_source(self.run.node_src(parent.id), src_dir)
             child = build_child(
-                parent_files, proposal, self.task.editable_files, self.task.forbidden_tokens
+                parent_files,
+                proposal,
+                self.task.editable_files,
+                self.task.forbidden_tokens,
+                rerun=rerun,
             )
             diff, changed, failure = child.diff, child.changed, child.failure
             # a refused node keeps its parent's source, so a later repair of it cannot

@@ -51,6 +51,36 @@ class Usage(Record):
         return self.input_tokens + self.output_tokens
 
 
+#: Move ids the core reserves for its own nodes: a tuning trial (:mod:`rlab_core.tuning`),
+#: a screen re-run unchanged at full fidelity, and a parent re-run at ``mini`` fidelity as
+#: its screens' yardstick (:mod:`rlab_core.core_steps`).
+TUNE = "tune"
+PROMOTE = "promote"
+SCREEN_REFERENCE = "screen-reference"
+
+
+class TuningTrial(Record):
+    """One trial of a tuning study: a TPE-sampled setting of a candidate's declared parameters.
+
+    The study is never stored on its own: it is rebuilt from the journal's nodes (those with
+    the same ``base``), so a resumed run or a second worker continues it without repeating a
+    setting (:mod:`rlab_core.tuning`).
+    """
+
+    base: str = Field(
+        description="The node whose declared parameters the study tunes: the nearest node of "
+        "the lineage that is not itself a tuning trial (a structural node or a seed)."
+    )
+    number: int = Field(ge=1, description="The trial's number within its study, from 1.")
+    params: dict[str, Any] = Field(
+        description="The whole setting the trial runs: every declared parameter's value."
+    )
+    burst: int | None = Field(
+        default=None,
+        description="How many trials an agent asked for in the tuning burst this trial starts.",
+    )
+
+
 class Proposal(Record):
     """An agent's answer: one hypothesis and the change that carries it out.
 
@@ -66,6 +96,9 @@ class Proposal(Record):
         default=None, description="Whole-file rewrites: relative path -> new content."
     )
     move_id: str | None = Field(default=None, description="Playbook move this came from, if any.")
+    tuning: TuningTrial | None = Field(
+        default=None, description="The tuning trial this proposal runs, if it is one."
+    )
     usage: Usage = Field(default_factory=Usage)
 
 
@@ -137,6 +170,14 @@ class Execution(Record):
         return self.exit_code == 0 and self.killed_by is None
 
 
+Fidelity = Literal["mini", "full"]
+
+
+def fidelity_of(stage: str) -> Fidelity:
+    """The fidelity of a score from the ``RLAB_STAGE`` it was made in: ``mini`` screens."""
+    return "mini" if stage == "mini" else "full"
+
+
 class Score(Record):
     """Official validation metrics of one node and the primary score that steers the search."""
 
@@ -156,6 +197,11 @@ class Score(Record):
     )
     resample_unit: str | None = Field(
         default=None, description="What the bootstrap drew: users, planes, rows..."
+    )
+    fidelity: Fidelity = Field(
+        default="full",
+        description="``mini``: a screening run on a subsample or fewer rounds (RLAB_STAGE=mini); "
+        "only ``full`` scores compete for the run's best.",
     )
 
     def better_than(self, other: Score | None, margin: float = 0.0) -> bool:
@@ -238,6 +284,13 @@ class Node(Record):
     score: Score | None = None
     failure: Failure | None = None
     repair_of: str | None = Field(default=None, description="The failed node this one repairs.")
+    tuning: TuningTrial | None = Field(
+        default=None, description="The tuning trial this node ran, if it is one."
+    )
+    tunables: list[str] = Field(
+        default_factory=list,
+        description="Names of the tunable parameters its source declares (rlab_core.tuning).",
+    )
     stage: str = Field(default="full", description="RLAB_STAGE the candidate ran in.")
     top_nodes: list[str] = Field(
         default_factory=list, description="RLAB_TOP_NODES it was given (ensemble stage)."
@@ -263,3 +316,13 @@ class Node(Record):
     @property
     def evaluated(self) -> bool:
         return self.status == NodeStatus.EVALUATED and self.score is not None
+
+    @property
+    def fidelity(self) -> Fidelity:
+        """Its score's fidelity (the stage it ran in when it has no score)."""
+        return self.score.fidelity if self.score is not None else fidelity_of(self.stage)
+
+    @property
+    def full_fidelity(self) -> bool:
+        """Evaluated at full fidelity: may be the run's best and a parent of new moves."""
+        return self.evaluated and self.fidelity == "full"

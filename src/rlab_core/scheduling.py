@@ -17,14 +17,15 @@ older job, at the price of timing-dependent choices.
 
 from __future__ import annotations
 
+import random
 import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
-from rlab_core.agent_context import NodeSummary
-from rlab_core.interfaces import Step
-from rlab_core.loop_settings import ParallelOrder
+from rlab_core.agent_context import BudgetProgress, NodeSummary
+from rlab_core.interfaces import Step, StrategyState
+from rlab_core.loop_settings import LoopSettings, ParallelOrder
 from rlab_core.records import NodeKind, Proposal
 from rlab_core.tree import Tree
 
@@ -60,7 +61,36 @@ class Job:
             status="running",
             hypothesis=proposal.hypothesis if proposal else "(the agent is still proposing)",
             move_id=proposal.move_id if proposal else None,
+            tuning=proposal.tuning if proposal else None,
         )
+
+
+def strategy_state(
+    view: Tree,
+    pending: list[Job],
+    progress: BudgetProgress,
+    settings: LoopSettings,
+    exhausted: frozenset[str],
+) -> StrategyState:
+    """What the strategy is told at one decision: ``view``, the running jobs, the budget.
+
+    Its random generator is seeded by the run's seed and the decision's number, so a rerun
+    draws the same.
+    """
+    running: dict[str, int] = {}
+    for job in pending:
+        if job.parent_id is not None:
+            running[job.parent_id] = running.get(job.parent_id, 0) + 1
+    iteration = view.iterations_used() + len(pending)
+    return StrategyState(
+        tree=view,
+        progress=progress,
+        rules=settings.rules,
+        rng=random.Random(f"{settings.seed}:{iteration}"),
+        exhausted=exhausted,
+        running=running,
+        running_drafts=sum(1 for job in pending if job.kind == NodeKind.DRAFT),
+    )
 
 
 def decision_tree(full: Tree, jobs: list[Job], visible: int) -> Tree:

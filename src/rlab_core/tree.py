@@ -75,9 +75,9 @@ class Tree:
         return sum(1 for n in self.nodes.values() if n.kind != NodeKind.SEED)
 
     def can_be_parent(self, node_id: str) -> bool:
-        """Only evaluated nodes are parents; failed branches never are."""
+        """Only nodes evaluated at full fidelity are parents; failed branches never are."""
         node = self.nodes.get(node_id)
-        return node is not None and node.evaluated
+        return node is not None and node.full_fidelity
 
     def best(self) -> Node | None:
         """The run's best node: the best score among accepted nodes (earliest wins ties).
@@ -93,8 +93,16 @@ class Tree:
         return best
 
     def accepted(self) -> list[Node]:
-        """Evaluated nodes that may be the best (seeds included), in finishing order."""
-        return [n for n in self.evaluated() if n.accepted is not False]
+        """Evaluated nodes that may be the best (seeds included), in finishing order.
+
+        Only full-fidelity scores compete: a ``mini`` screen is evidence for promoting a
+        change, never a result (:mod:`rlab_core.screening`).
+        """
+        return [n for n in self.full_fidelity() if n.accepted is not False]
+
+    def full_fidelity(self) -> list[Node]:
+        """Nodes evaluated at full fidelity, in finishing order: the possible bests and parents."""
+        return [n for n in self.evaluated() if n.fidelity == "full"]
 
     def selected(self) -> Node | None:
         """The node the run hands to ``rlab final``: the finalists' choice, else :meth:`best`."""
@@ -105,9 +113,9 @@ class Tree:
         return self.best()
 
     def top_ids(self, k: int) -> list[str]:
-        """Ids of the ``k`` best evaluated nodes, best first (earliest wins ties)."""
+        """Ids of the ``k`` best full-fidelity nodes, best first (earliest wins ties)."""
         ranked = sorted(
-            self.evaluated(),
+            self.full_fidelity(),
             key=lambda n: n.score.primary if n.score.higher_is_better else -n.score.primary,  # type: ignore[union-attr]
             reverse=True,
         )
@@ -122,8 +130,12 @@ class Tree:
         pairs: list[tuple[Node, Node | None]] = []
         best: Node | None = None
         for node in self.evaluated():
-            if node.accepted is not False and (
-                best is None or node.score.better_than(best.score)  # type: ignore[union-attr]
+            if (
+                node.accepted is not False
+                and node.fidelity == "full"
+                and (
+                    best is None or node.score.better_than(best.score)  # type: ignore[union-attr]
+                )
             ):
                 best = node
             pairs.append((node, best))
@@ -185,4 +197,8 @@ class Tree:
             improved_on_parent=self.improved_on_parent(node),
             failure=failure,
             repair_of=node.repair_of,
+            tuning=node.tuning,
+            fidelity=node.fidelity,
+            accepted=node.accepted,
+            tunables=list(node.tunables),
         )

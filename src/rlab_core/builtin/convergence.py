@@ -2,13 +2,15 @@
 
 Convergence under ``acceptance: significant``: no node was accepted (a gain beyond the
 noise over the best) in the last ``window`` evaluated iterations; under ``any``: the best
-score gained at most ε over them.
+score gained at most ε over them. Either way not while tuning is an untried kind of move:
+the best node declares tunable parameters and its study has had fewer trials than
+:func:`tuning_trials_needed` (then the loop tunes it, :mod:`rlab_core.core_steps`).
 """
 
 from __future__ import annotations
 
 from rlab_core.interfaces import StopRules
-from rlab_core.records import NodeKind
+from rlab_core.records import PROMOTE, SCREEN_REFERENCE, TUNE, Node, NodeKind
 from rlab_core.tree import Tree
 
 
@@ -28,17 +30,95 @@ def target_reason(tree: Tree, rules: StopRules) -> str | None:
     return None
 
 
+#: Most trials a stalled best's study needs before the run may converge.
+MAX_TRIALS_BEFORE_CONVERGING = 20
+
+
+def tuning_trials_needed(best: Node, rules: StopRules) -> int:
+    """Trials the best's study needs before a stall may end the run: two per declared
+    parameter (TPE's random start is one per parameter; the second half is its model's),
+    at least ``window``, at most :data:`MAX_TRIALS_BEFORE_CONVERGING`."""
+    if not best.tunables:
+        return 0
+    return min(MAX_TRIALS_BEFORE_CONVERGING, max(rules.window, 2 * len(best.tunables)))
+
+
+def study_trials(tree: Tree, best: Node) -> int:
+    """Trials (any outcome, any fidelity, counted once) of the study that tunes ``best``."""
+    base = best.tuning.base if best.tuning is not None else best.id
+    return len({n.tuning.number for n in tree if n.tuning is not None and n.tuning.base == base})
+
+
+def untried_tuning(tree: Tree, rules: StopRules, running: list[str] | None = None) -> Node | None:
+    """The best node when it declares tunables its study has not tried enough, else ``None``.
+
+    ``running``: the bases of tuning trials still running (they count as tried).
+    """
+    best = tree.best()
+    if best is None:
+        return None
+    base = best.tuning.base if best.tuning is not None else best.id
+    tried = study_trials(tree, best) + sum(1 for b in running or [] if b == base)
+    return best if tried < tuning_trials_needed(best, rules) else None
+
+
 def convergence_reason(tree: Tree, rules: StopRules) -> str | None:
     """Stop when the last ``window`` evaluated iterations brought no gain that counts.
 
     Only agent-made evaluated nodes count as iterations of the window; seeds set the start.
-    Never fires before ``min_iterations`` agent iterations.
+    Never fires before ``min_iterations`` agent iterations, nor while tuning the best is
+    untried (:func:`untried_tuning`).
+    """
+    if untried_tuning(tree, rules) is not None:
+        return None
+    return stall_reason(tree, rules) or tuning_stall_reason(tree, rules)
+
+
+#: How many times the trials a best needs may pass without a gain once no change of the
+#: code comes any more (an agent that only tunes): then its study is spent too.
+TUNING_STALL_FACTOR = 3
+
+
+def tuning_stall_reason(tree: Tree, rules: StopRules) -> str | None:
+    """Stop when nothing raised the best over the last ``window`` + 3 * (the trials the best
+    needs) evaluated nodes of any kind: a search that only tunes still ends."""
+    best = tree.best()
+    if best is None or not best.tunables:
+        return None
+    span = rules.window + TUNING_STALL_FACTOR * tuning_trials_needed(best, rules)
+    evaluated = tree.evaluated()
+    positions = [i for i, n in enumerate(evaluated) if n.kind != NodeKind.SEED]
+    if len(positions) < span or positions[-span] == 0:
+        return None
+    history = tree.best_history()
+    if history[positions[-span] - 1] != history[-1]:
+        return None
+    return (
+        f"converged: nothing raised the best over the last {span} evaluated nodes, tuning included"
+    )
+
+
+def structural(node: Node) -> bool:
+    """An agent's change of the code: not a seed, a tuning trial or the core's re-run."""
+    return (
+        node.kind != NodeKind.SEED
+        and node.tuning is None
+        and node.move_id not in (TUNE, PROMOTE, SCREEN_REFERENCE)
+    )
+
+
+def stall_reason(tree: Tree, rules: StopRules) -> str | None:
+    """The convergence reason read from the best's history alone, whatever is untried.
+
+    The window counts structural iterations (:func:`structural`): the best gained nothing
+    since the ``window``-th last change of the code began, whatever tuning trials ran in
+    between (their own kind of move is waited for by :func:`untried_tuning`).
     """
     if tree.iterations_used() < rules.min_iterations:
         return None
     evaluated = tree.evaluated()
     history = tree.best_history()
-    positions = [i for i, n in enumerate(evaluated) if n.kind != NodeKind.SEED]
+    positions = [i for i, n in enumerate(evaluated) if structural(n)]
     if len(positions) < rules.window:
         return None
     # best before the window started vs best now
@@ -54,12 +134,12 @@ def convergence_reason(tree: Tree, rules: StopRules) -> str | None:
             return None
         return (
             f"converged: no significant gain (one-sided {rules.confidence:.0%}) over the best "
-            f"in the last {rules.window} evaluated iterations"
+            f"since the last {rules.window} evaluated changes of the code began"
         )
     if gain <= rules.epsilon:
         return (
             f"converged: best validation score gained {gain:.6g} (<= epsilon {rules.epsilon:g}) "
-            f"over the last {rules.window} evaluated iterations"
+            f"since the last {rules.window} evaluated changes of the code began"
         )
     return None
 

@@ -10,12 +10,12 @@ from rlab_core.records import Node, NodeKind
 
 
 def _ranked(state: StrategyState) -> list[Node]:
-    """Parent candidates, best first: evaluated and not exhausted.
+    """Parent candidates, best first: evaluated at full fidelity and not exhausted.
 
     The run's best (under its acceptance rule: a gain within the noise does not make a
     best) comes first, then the others by score.
     """
-    nodes = [n for n in state.tree.evaluated() if n.id not in state.exhausted]
+    nodes = [n for n in state.tree.full_fidelity() if n.id not in state.exhausted]
     sign = -1.0 if state.tree.higher_is_better else 1.0
     best = state.tree.best()
     # stable sort keeps the earliest node first among equal scores
@@ -71,7 +71,7 @@ class TreeSearch(Strategy[TreeConfig]):
     def next_steps(self, state: StrategyState, capacity: int = 1) -> list[Step]:
         tree = state.tree
         drafts = sum(1 for n in tree if n.kind == NodeKind.DRAFT) + state.running_drafts
-        seeds = [s for s in tree.seeds() if s.evaluated and s.id not in state.exhausted]
+        seeds = [s for s in tree.seeds() if s.full_fidelity and s.id not in state.exhausted]
         if drafts < self.config.num_drafts and seeds:
             return [Step(parent_id=seeds[drafts % len(seeds)].id, kind="draft")]
         open_nodes = [n for n in _ranked(state) if self._open(state, n)]

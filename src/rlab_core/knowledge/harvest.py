@@ -19,7 +19,7 @@ from rlab_core.errors import RlabUserError
 from rlab_core.journal import replay
 from rlab_core.knowledge.records import DIFF_LIMIT, Lesson, TaskFingerprint
 from rlab_core.knowledge.store import KnowledgeStore
-from rlab_core.records import Node
+from rlab_core.records import PROMOTE, SCREEN_REFERENCE, Node
 from rlab_core.run_folder import RunFolder
 from rlab_core.tree import Tree
 
@@ -125,14 +125,35 @@ def lesson_from_node(
 
 
 def lessons_from_run(run_dir: Path | str) -> list[Lesson]:
-    """A lesson per finished node of a run (seeds, improvements, failures, repairs)."""
+    """A lesson per finished node of a run (seeds, improvements, failures, repairs).
+
+    The core's bookkeeping runs teach nothing on their own: a screen's yardstick is left
+    out, and a promoted screen's lesson is its promotion's (the full-fidelity evidence)
+    under the screened change's move, hypothesis and diff.
+    """
     folder = RunFolder.open(run_dir)
     info = folder.read_record()
     fingerprint = fingerprint_from_run(info)
     tree = replay(folder.journal_path).tree
-    return [
-        lesson_from_node(node, tree, run_id=folder.run_id, fingerprint=fingerprint) for node in tree
-    ]
+    promoted = {n.parent_id for n in tree if n.move_id == PROMOTE}
+    lessons = []
+    for node in tree:
+        if node.move_id == SCREEN_REFERENCE or node.id in promoted:
+            continue
+        lesson = lesson_from_node(node, tree, run_id=folder.run_id, fingerprint=fingerprint)
+        screened = tree.nodes.get(node.parent_id or "") if node.move_id == PROMOTE else None
+        if screened is not None:
+            lesson = lesson.model_copy(
+                update={
+                    "move_id": screened.move_id,
+                    "hypothesis": screened.hypothesis,
+                    "diff": lesson_from_node(
+                        screened, tree, run_id=folder.run_id, fingerprint=fingerprint
+                    ).diff,
+                }
+            )
+        lessons.append(lesson)
+    return lessons
 
 
 def record_run(run_dir: Path | str, store: KnowledgeStore) -> int:

@@ -34,10 +34,11 @@ HYPOTHESIS_MIN = 40
 
 
 def score_text(node: Node) -> str:
-    """The node's validation score with its standard error, or ``-``."""
+    """The node's validation score with its standard error (``mini``: a screen's), or ``-``."""
     if node.score is None:
         return "-"
-    return format_score(node.score.primary, node.score.standard_error)
+    text = format_score(node.score.primary, node.score.standard_error)
+    return f"{text} mini" if node.score.fidelity == "mini" else text
 
 
 def gain_markup(gain: Gain | Mapping[str, Any] | None) -> str:

@@ -7,6 +7,11 @@ one retry that quotes the edit error. Whatever is still unusable raises
 :class:`~rlab_core.errors.AgentError` (the node fails, the run goes on). Tokens and cost are
 summed over every call of the conversation.
 
+Where the parent declares tunable parameters, the model may answer ``{"tune": N}`` instead of
+a code change: the agent then returns the first trial of a tuning burst of N trials
+(:func:`rlab_core.tuning.study.tuning_proposal`), and the burst's further trials without
+calling the model again (:func:`rlab_core.tuning.policy.pending_burst`).
+
 Transport-level retries (rate limits, server errors, timeouts) are the SDKs' own: they back
 off exponentially and honour ``retry-after``. Refused credentials raise
 :class:`~rlab_core.errors.AgentAuthError` with one sentence naming the environment variable.
@@ -26,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rlab_agents.pricing import ModelPrice, PriceTable
 from rlab_agents.prompt import SYSTEM, build_prompt, build_repair_prompt
-from rlab_agents.reply import AgentReply, ReplyError, parse_reply
+from rlab_agents.reply import AgentReply, ReplyError, TuneRequest, parse_reply
 from rlab_core.api import (
     Agent,
     AgentAuthError,
@@ -34,10 +39,13 @@ from rlab_core.api import (
     AgentError,
     EditError,
     FailureStage,
+    NothingToPropose,
     Proposal,
     RepairContext,
     Usage,
     build_child,
+    pending_burst,
+    tuning_proposal,
 )
 
 log = logging.getLogger(__name__)
@@ -184,7 +192,18 @@ class LLMAgent(Agent[LLMOptionsT]):
     # ------------------------------------------------------------------ the agent contract
 
     def propose(self, context: AgentContext) -> Proposal:
-        """Ask the model for one hypothesis and edits that apply to the parent."""
+        """Ask the model for one hypothesis and edits that apply to the parent, or for a
+        tuning burst; a burst's later trials are proposed without asking the model."""
+        if pending_burst(context) > 0:
+            try:
+                trial = tuning_proposal(context)
+            except NothingToPropose:
+                pass  # the study's space is spent: the model decides what comes next
+            else:
+                note = (
+                    f"[{self.agent_name}: a trial of the tuning burst the model asked for; no call]"
+                )
+                return trial.model_copy(update={"rationale": _joined(trial.rationale, note)})
         prompt = build_prompt(
             context,
             tree_budget=self.config.tree_budget_chars,
@@ -221,8 +240,13 @@ class LLMAgent(Agent[LLMOptionsT]):
                 raise LLMAgentError(str(exc), total) from None
             total = total + self._priced(completion)
             try:
-                reply = parse_reply(completion.text)
-                self._check_edits(context, reply)
+                reply = parse_reply(
+                    completion.text, allow_tune=not isinstance(context, RepairContext)
+                )
+                if isinstance(reply, TuneRequest):
+                    proposal = self._burst(context, reply)
+                else:
+                    self._check_edits(context, reply)
             except (ReplyError, EditError) as exc:
                 kind = "reply" if isinstance(exc, ReplyError) else "edit"
                 error = self._scrub(str(exc))
@@ -239,10 +263,25 @@ class LLMAgent(Agent[LLMOptionsT]):
             calls = len(turns) // 2 + 1
             note = f"[{self.agent_name} {self.config.model}, {calls} call(s)"
             note += ("; " + "; ".join(notes) + "]") if notes else "]"
+            if isinstance(reply, TuneRequest):
+                rationale = _joined(reply.rationale, proposal.rationale, note)
+                return proposal.model_copy(update={"rationale": rationale, "usage": total})
             rationale = f"{reply.rationale}\n\n{note}" if reply.rationale else note
             return Proposal(
                 hypothesis=reply.hypothesis, rationale=rationale, edits=reply.edits, usage=total
             )
+
+    @staticmethod
+    def _burst(context: AgentContext, request: TuneRequest) -> Proposal:
+        """The first trial of the burst the model asked for; a :class:`ReplyError` (retried
+        like a malformed reply) when the parent has nothing to tune."""
+        try:
+            return tuning_proposal(context, burst=request.tune)
+        except NothingToPropose as exc:
+            raise ReplyError(
+                f"a tuning burst cannot run on {context.parent.id}: {exc}; reply with a code "
+                "change instead"
+            ) from None
 
     @staticmethod
     def _check_edits(context: AgentContext, reply: AgentReply) -> None:
@@ -323,3 +362,8 @@ class LLMAgent(Agent[LLMOptionsT]):
         if self._key and self._key != NO_KEY and len(self._key) >= 4:
             text = text.replace(self._key, "***")
         return text
+
+
+def _joined(*parts: str) -> str:
+    """The non-empty ``parts`` as paragraphs."""
+    return "\n\n".join(part for part in parts if part)

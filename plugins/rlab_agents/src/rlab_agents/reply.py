@@ -1,4 +1,8 @@
-"""The reply contract of LLM agents: one JSON object, validated with pydantic."""
+"""The reply contract of LLM agents: one JSON object, validated with pydantic.
+
+A reply is either a code change (:class:`AgentReply`) or, where the parent declares tunable
+parameters, a request for a tuning burst (:class:`TuneRequest`, ``{"tune": N}``).
+"""
 
 from __future__ import annotations
 
@@ -18,6 +22,22 @@ class AgentReply(BaseModel):
     hypothesis: str = Field(min_length=3, description="One sentence.")
     rationale: str = ""
     edits: list[Edit] = Field(min_length=1)
+
+
+#: The most trials one tuning burst may ask for.
+MAX_BURST = 20
+
+#: How a tuning request reads, for error messages.
+TUNE_FORM = f'{{"tune": N}} with N a whole number from 1 to {MAX_BURST}'
+
+
+class TuneRequest(BaseModel):
+    """``{"tune": N}``: run a burst of N tuning trials on the parent's declared parameters."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    tune: int = Field(strict=True, ge=1, le=MAX_BURST, description="Trials in the burst.")
+    rationale: str = ""
 
 
 class ReplyError(ValueError):
@@ -53,8 +73,12 @@ def _first_object(text: str) -> str | None:
     return None
 
 
-def parse_reply(text: str) -> AgentReply:
-    """Parse a model's reply; tolerate code fences and prose around the object."""
+def parse_reply(text: str, *, allow_tune: bool = True) -> AgentReply | TuneRequest:
+    """Parse a model's reply; tolerate code fences and prose around the object.
+
+    An object with a ``tune`` key is a tuning request (refused with ``allow_tune=False``,
+    as in a repair, which must change code).
+    """
     if "{" not in text:
         raise ReplyError("no JSON object found in the reply")
     candidates = [text.strip()]
@@ -74,6 +98,8 @@ def parse_reply(text: str) -> AgentReply:
         if not isinstance(data, dict):
             last_error = "the reply must be a JSON object"
             continue
+        if "tune" in data:
+            return _tune_request(data, allow_tune)
         try:
             return AgentReply.model_validate(data)
         except ValidationError as exc:
@@ -83,3 +109,21 @@ def parse_reply(text: str) -> AgentReply:
             )
             raise ReplyError(f"the reply does not match the contract: {problems}") from None
     raise ReplyError(last_error)
+
+
+def _tune_request(data: dict, allow_tune: bool) -> TuneRequest:
+    if not allow_tune:
+        raise ReplyError(
+            'a tuning request ({"tune": N}) cannot repair a failed node; reply with edits '
+            "that fix the error"
+        )
+    if "edits" in data:
+        raise ReplyError(
+            'a reply either asks for a tuning burst ({"tune": N}) or makes edits, not both'
+        )
+    try:
+        return TuneRequest.model_validate(data)
+    except ValidationError:
+        raise ReplyError(
+            f"the tuning request {json.dumps(data)[:200]} is invalid: write {TUNE_FORM}"
+        ) from None

@@ -1,12 +1,17 @@
 """Real moves for the offline playbook agent, written as anchored edits on the seed.
 
 Feature moves add one line under a marker comment that every move keeps, so they compose
-in any order on a lineage.
+in any order on a lineage. A move that sets a tunable value (a ``# tune:`` declaration)
+rewrites its declaration line, as a tuning trial does: it applies only while the line holds
+the seed's value, so it never overrides a tuned one.
 """
 
 from __future__ import annotations
 
-from rlab_core.api import Edit, PlaybookMove
+from pathlib import Path
+from typing import Any
+
+from rlab_core.api import Edit, PlaybookMove, seed_setting
 
 _MARKER = "# feature additions (one line each)\n"
 _DERIVED = "        pass  # derived columns\n"
@@ -17,8 +22,14 @@ def _feature(move_id: str, line: str, hypothesis: str, rank: int) -> PlaybookMov
     return PlaybookMove.adding_line(move_id, _MARKER, line, hypothesis, rank=rank, family=_FAMILY)
 
 
-def _set(move_id: str, old: str, new: str, hypothesis: str, rank: int) -> PlaybookMove:
-    return PlaybookMove.replacing(move_id, old, new, hypothesis, rank=rank, family=_FAMILY)
+#: The seed whose declared parameters setting moves rewrite, line by line
+SEED_DIR = Path(__file__).parent / "seeds" / "flights_delay"
+
+
+def _set(move_id: str, values: dict[str, Any], hypothesis: str, rank: int) -> PlaybookMove:
+    """A move that sets the seed's declared ``values`` on their declaration lines."""
+    edits = seed_setting(SEED_DIR, values)
+    return PlaybookMove(id=move_id, hypothesis=hypothesis, edits=edits, rank=rank, family=_FAMILY)
 
 
 MOVES: list[PlaybookMove] = [
@@ -78,22 +89,19 @@ MOVES: list[PlaybookMove] = [
     ),
     _set(
         "l2",
-        "L2 = 1e-6\n",
-        "L2 = 1.0\n",
+        {"L2": 1.0},
         "Raise the L2 penalty to 1.0: many one-hot columns overfit rare levels.",
         80,
     ),
     _set(
         "min-level-count",
-        "MIN_LEVEL_COUNT = 1\n",
-        "MIN_LEVEL_COUNT = 30\n",
+        {"MIN_LEVEL_COUNT": 30},
         "Drop categorical levels seen fewer than 30 times in training: their weights are noise.",
         90,
     ),
     _set(
         "newton-steps",
-        "NEWTON_STEPS = 6\n",
-        "NEWTON_STEPS = 10\n",
+        {"NEWTON_STEPS": 10},
         "Take 10 Newton steps instead of 6 so the fit converges with many features.",
         100,
     ),

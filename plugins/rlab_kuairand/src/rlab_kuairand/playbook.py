@@ -1,14 +1,20 @@
 """Real moves for the offline playbook agent: anchored edits of the seeds' ``main.py``.
 
 History and feature moves add one line under a marker comment that every move keeps, so
-they compose in any order on a lineage; parameter moves replace one exact line. Moves for
-``history_lgbm`` come first (``valid-refit`` also fits ``popularity``); the last ones edit
-the ``fm`` seed (the agent skips a move whose anchor is absent from the parent).
+they compose in any order on a lineage; parameter moves replace one exact line. A move that
+sets a tunable value (a ``# tune:`` declaration) rewrites its declaration line, as a tuning
+trial does: it applies only while the line holds the seed's value, so it never overrides a
+tuned one. Moves for ``history_lgbm`` come first (``valid-refit`` also fits
+``popularity``); the last ones edit the ``fm`` seed (the agent skips a move whose anchor is
+absent from the parent).
 """
 
 from __future__ import annotations
 
-from rlab_core.api import Edit, PlaybookMove
+from pathlib import Path
+from typing import Any
+
+from rlab_core.api import Edit, PlaybookMove, seed_setting
 
 _HISTORY = "# history additions (one line each)\n"
 _FEATURES = "# feature additions (one line each)\n"
@@ -22,6 +28,14 @@ def _add(move_id: str, marker: str, line: str, hypothesis: str, rank: int) -> Pl
 
 def _set(move_id: str, old: str, new: str, hypothesis: str, rank: int) -> PlaybookMove:
     return PlaybookMove.replacing(move_id, old, new, hypothesis, rank=rank, family="ranking")
+
+
+def _tuned(
+    move_id: str, seed: str, values: dict[str, Any], hypothesis: str, rank: int
+) -> PlaybookMove:
+    """A move that sets ``seed``'s declared ``values`` on their declaration lines."""
+    edits = seed_setting(Path(__file__).parent / "seeds" / seed, values)
+    return PlaybookMove(id=move_id, hypothesis=hypothesis, edits=edits, rank=rank, family="ranking")
 
 
 MOVES: list[PlaybookMove] = [
@@ -50,10 +64,10 @@ MOVES: list[PlaybookMove] = [
         "authors they like, which no single-entity rate sees.",
         20,
     ),
-    _set(
+    _tuned(
         "truncation-5",
-        '    "lambdarank_truncation_level": 20,\n',
-        '    "lambdarank_truncation_level": 5,\n',
+        "history_lgbm",
+        {"lambdarank_truncation_level": 5},
         "Truncate lambdarank at 5: the metric only looks at each user's top 5, so pairs below "
         "it waste gradient.",
         30,
@@ -111,10 +125,10 @@ MOVES: list[PlaybookMove] = [
         "should weigh more in the loss too.",
         80,
     ),
-    _set(
+    _tuned(
         "slower-learning",
-        '    "learning_rate": 0.08,\n',
-        '    "learning_rate": 0.04,\n',
+        "history_lgbm",
+        {"learning_rate": 0.04},
         "Halve the learning rate (early stopping finds the rounds): a smoother ensemble "
         "generalises better to the next week.",
         90,
@@ -135,10 +149,10 @@ MOVES: list[PlaybookMove] = [
         "but trees can interact them with video features.",
         110,
     ),
-    _set(
+    _tuned(
         "fm-learning-rate",
-        "LEARNING_RATE = 0.001\n",
-        "LEARNING_RATE = 0.005\n",
+        "fm",
+        {"LEARNING_RATE": 0.005},
         "Raise the FM learning rate to 0.005: on few batches per epoch the official 0.001 is "
         "still improving when the 40 epochs end.",
         120,

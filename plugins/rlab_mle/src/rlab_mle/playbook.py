@@ -3,16 +3,22 @@
 Setting moves add one line under ``# setting changes (one line each)``; feature moves add a
 builder function under ``# feature builders (one block each)`` and one call under
 ``# feature steps (one line each)``. Every move keeps the markers, so moves compose in any
-order along a lineage. ``moves_for`` offers only the moves that fit a competition (a log
+order along a lineage. LightGBM's tunable values (``# tune:`` declarations in ``PARAMS``) are
+set by rewriting their declaration lines, as a tuning trial does: such a move applies only
+while the lines hold the seed's values, so it never overrides a tuned value, and no two
+moves set the same value. ``moves_for`` offers only the moves that fit a competition (a log
 target only for regression, class weights only for classification, ...).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from rlab_core.api import Edit, PlaybookMove
+from rlab_core.api import Edit, PlaybookMove, seed_setting
 
+#: The seed whose declared parameters setting moves rewrite, line by line
+SEED_DIR = Path(__file__).parent / "seeds" / "tabular_lgbm"
 SETTINGS = "# setting changes (one line each)\n"
 BUILDERS = "# feature builders (one block each)\n"
 STEPS = "    # feature steps (one line each)\n"
@@ -94,6 +100,25 @@ def _setting(move_id: str, line: str, hypothesis: str, rank: int) -> PlaybookMov
     )
 
 
+def _declared(values: dict[str, Any]) -> list[Edit]:
+    """Edits that set the seed's declared ``values`` on their declaration lines."""
+    return seed_setting(SEED_DIR, values)
+
+
+def _tuned(
+    move_id: str, values: dict[str, Any], hypothesis: str, rank: int, line: str = ""
+) -> PlaybookMove:
+    """A move that sets declared values (and adds ``line`` under the setting changes)."""
+    extra = [Edit(file="main.py", anchor=SETTINGS, replacement=SETTINGS + line + "\n")]
+    return PlaybookMove(
+        id=move_id,
+        hypothesis=hypothesis,
+        edits=[*(extra if line else []), *_declared(values)],
+        family="tabular",
+        rank=rank,
+    )
+
+
 def _feature(move_id: str, builder: str, step: str, hypothesis: str, rank: int) -> PlaybookMove:
     """A builder function under ``BUILDERS`` (a blank line after it) and its call under ``STEPS``."""
     return PlaybookMove(
@@ -127,12 +152,11 @@ MOVES: dict[str, PlaybookMove] = {
             "on the scale a log-error metric scores and large values stop dominating the fit.",
             15,
         ),
-        _setting(
+        _tuned(
             "regularise",
-            "PARAMS.update(min_child_samples=40, reg_lambda=5.0, colsample_bytree=0.7, "
-            "subsample=0.8, subsample_freq=1)",
-            "Regularise the trees (bigger leaves, L2 on leaf values, feature and row "
-            "subsampling): the training data is small next to the model's capacity.",
+            {"min_child_samples": 40, "reg_lambda": 5.0, "colsample_bytree": 0.7},
+            "Regularise the trees (bigger leaves, L2 on leaf values, feature subsampling): "
+            "the training data is small next to the model's capacity.",
             20,
         ),
         _feature(
@@ -168,29 +192,23 @@ MOVES: dict[str, PlaybookMove] = {
             40,
         ),
         _setting(
-            "shallow-trees",
-            "PARAMS.update(num_leaves=7, min_child_samples=10, n_estimators=500, learning_rate=0.03)",
-            "Use many shallow trees with a slower rate: on few rows, low-order interactions "
-            "generalise better than deep trees.",
-            45,
-        ),
-        _setting(
             "class-weights",
             'CLASS_WEIGHT = "balanced"',
             "Weight classes inversely to their frequency: the minority class then shapes the "
             "trees as much as the majority does.",
             50,
         ),
-        _setting(
+        _tuned(
             "seed-bagging",
-            "BAGS = 3\nPARAMS.update(subsample=0.8, subsample_freq=1, colsample_bytree=0.8)",
-            "Average three models trained on different row and column samples: bagging "
-            "reduces the variance of one boosted model at little risk.",
+            {"subsample": 0.8},
+            "Average three models trained on different row samples: bagging reduces the "
+            "variance of one boosted model at little risk.",
             60,
+            line="BAGS = 3",
         ),
-        _setting(
+        _tuned(
             "more-capacity",
-            "PARAMS.update(num_leaves=63, n_estimators=600, learning_rate=0.03)",
+            {"num_leaves": 63, "n_estimators": 600, "learning_rate": 0.03},
             "Give the model more capacity (more leaves, more trees at a slower rate): the "
             "default may underfit the interactions in the data.",
             70,

@@ -29,6 +29,8 @@ from rlab_mle.options import MleOptions
 
 SEEDS = Path(__file__).parent / "seeds"
 OUTPUTS = {"val": "val_predictions.csv", "test": "submission.csv"}
+#: Train rows the seed's mini stage keeps (MINI_ROWS in seeds/tabular_lgbm/main.py)
+MINI_ROWS = 20_000
 
 
 class MleTask(PreparedTask):
@@ -75,7 +77,16 @@ class MleTask(PreparedTask):
         return moves_for(self.facts)
 
     def stage_for(self, progress: BudgetProgress) -> str:
-        return stage_by_progress(progress)
+        """The budget's stage, but ``full`` for ``mini`` when the train file is small.
+
+        A mini screen pays off only when it subsamples much: on a train file of at most
+        twice the seed's ``MINI_ROWS`` it would cost nearly a full run, and a screen that
+        looks promising is re-run at full fidelity anyway.
+        """
+        stage = stage_by_progress(progress)
+        if stage == "mini" and self.facts["rows"]["train"] <= 2 * MINI_ROWS:
+            return "full"
+        return stage
 
     # ------------------------------------------------------------------ what they never see
 

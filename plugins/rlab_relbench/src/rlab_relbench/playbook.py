@@ -1,20 +1,34 @@
 """Real moves for the offline playbook agent, written as anchored edits on the seeds.
 
-Each move adds one line under a marker comment that every move keeps, so moves compose
-in any order along a lineage. Entity moves edit ``main.py`` of the SQL-aggregates seed
-(and apply to the entity-table-only seed only where they say so: they do not, so the
-agent skips them there); recommendation moves edit the repeat-rank seed.
+Most moves add one line under a marker comment that every move keeps, so moves compose in
+any order along a lineage. A move that sets a tunable value (a ``# tune:`` declaration)
+rewrites its declaration line, as a tuning trial does (:func:`declared_edits`): it applies
+only while the line holds the seed's value, so it never overrides a tuned one, and no two
+moves set the same value. Entity moves edit ``main.py`` of the SQL-aggregates seed; the
+entity-table-only seed declares the same LightGBM lines, so the moves that only set
+``learning_rate``, ``num_leaves``, ``min_data_in_leaf`` or ``NUM_ROUNDS`` apply there too
+(the others do not, and the agent skips them there). Recommendation moves edit the
+repeat-rank seed.
 """
 
 from __future__ import annotations
 
-from rlab_core.api import PlaybookMove
+from pathlib import Path
+from typing import Any
 
+from rlab_core.api import Edit, PlaybookMove, seed_setting
+
+SEEDS = Path(__file__).parent / "seeds"
 SWITCHES = "# feature switches (one line each)\n"
 MODEL = "# model settings (one line each)\n"
 AGGS = "            # extra aggregates (one line each)\n"
 POST = "    # prediction post-processing (one line each)\n"
 DERIVED = "    # derived features (one line each)\n"
+
+
+def declared_edits(seed: str, values: dict[str, Any]) -> list[Edit]:
+    """Edits that set ``values`` on the declaration lines of ``seeds/<seed>/main.py``."""
+    return seed_setting(SEEDS / seed, values)
 
 
 def _move(
@@ -40,99 +54,84 @@ RANKS = {  # order of trial: what gained on rel-flights validation first
 
 
 def _entity(family: str) -> list[PlaybookMove]:
-    m = [
-        (
+    def add(move_id: str, marker: str, line: str, hypothesis: str) -> PlaybookMove:
+        return _move(move_id, marker, line, hypothesis, family, RANKS[move_id])
+
+    def tuned(move_id: str, values: dict[str, Any], hypothesis: str) -> PlaybookMove:
+        edits = declared_edits("entity_sql_lgbm", values)
+        return PlaybookMove(
+            id=move_id, hypothesis=hypothesis, edits=edits, family=family, rank=RANKS[move_id]
+        )
+
+    out = [
+        add(
+            "recency-weight",
             MODEL,
             "TRAIN_HALF_LIFE_DAYS = 60",
             "Weight training rows by recency (half-life 60 days): the newest rows are closest to the evaluation period.",
-            10,
         ),
-        (
+        add(
+            "label-history",
             SWITCHES,
             "LABEL_HISTORY = True",
             "Add the entity's own earlier labels (mean, count, last): an entity's past outcomes are its strongest predictor.",
-            20,
         ),
-        (
+        add(
+            "distinct-links",
             AGGS,
             '            exprs += [f\'COUNT(DISTINCT c."{k}") FILTER (WHERE c."{tcol}" >= l.__asof - INTERVAL 28 DAY) AS "{p}_distinct28_{k}"\' for k in spec["fkeys"] if k != fkey]',
             "Count distinct linked entities (e.g. destinations, carriers) in the last 28 days: breadth of activity signals exposure to trouble.",
-            30,
         ),
-        (
+        add(
+            "window-3d",
             SWITCHES,
             "WINDOWS_DAYS = [3, *WINDOWS_DAYS]",
             "Add a 3-day window: the most recent activity carries momentum the 7-day window dilutes.",
-            40,
         ),
-        (
+        add(
+            "stddev-min",
             SWITCHES,
             'NUMERIC_AGGS = [*NUMERIC_AGGS, "stddev", "min"]',
             "Add standard deviation and minimum of numeric columns: volatility, not just level, predicts extremes.",
-            50,
         ),
-        (
+        add(
+            "cat-smooth",
             MODEL,
             "PARAMS.update(cat_smooth=50, min_data_per_group=200)",
             "Smooth categorical splits (plane model, manufacturer): rare levels otherwise get extreme leaf values.",
-            60,
         ),
-        (
-            MODEL,
-            "PARAMS.update(feature_fraction=0.7, bagging_fraction=0.8, bagging_freq=1)",
+        tuned(
+            "bagging",
+            {"feature_fraction": 0.7, "bagging_fraction": 0.8},
             "Subsample features and rows per tree: many correlated aggregates overfit without it.",
-            70,
         ),
-        (
-            MODEL,
-            'PARAMS["min_data_in_leaf"] = 200',
+        tuned(
+            "min-leaf-200",
+            {"min_data_in_leaf": 200},
             "Require 200 rows per leaf: labels are noisy weekly outcomes, small leaves memorise noise.",
-            80,
         ),
-        (
-            MODEL,
-            'PARAMS["learning_rate"] = 0.03; NUM_ROUNDS = 350',
+        tuned(
+            "slow-lr",
+            {"learning_rate": 0.03, "NUM_ROUNDS": 350},
             "Lower the learning rate with more rounds: a smoother ensemble generalises better.",
-            90,
         ),
-        (
+        add(
+            "more-rows",
             SWITCHES,
             "MAX_TRAIN_ROWS = 60_000",
             "Train on up to 60,000 rows instead of 30,000: more history of rarer entities.",
-            100,
         ),
-        (
+        add(
+            "window-90d",
             SWITCHES,
             "WINDOWS_DAYS = [*WINDOWS_DAYS[:-1], 90, None]",
             "Add a 90-day window: a quarter of history separates chronic from occasional behaviour.",
-            110,
         ),
-        (
-            MODEL,
-            'PARAMS["num_leaves"] = 63',
+        tuned(
+            "leaves-63",
+            {"num_leaves": 63},
             "Use 63 leaves: interactions between activity and entity attributes need deeper trees.",
-            120,
         ),
-    ]
-    out = [
-        _move(f"{family}-{i}", a, line, h, family, rank) for i, (a, line, h, rank) in enumerate(m)
-    ]
-    names = [
-        "recency-weight",
-        "label-history",
-        "distinct-links",
-        "window-3d",
-        "stddev-min",
-        "cat-smooth",
-        "bagging",
-        "min-leaf-200",
-        "slow-lr",
-        "more-rows",
-        "window-90d",
-        "leaves-63",
-    ]
-    out = [
-        mv.model_copy(update={"id": n, "rank": RANKS[n]}) for mv, n in zip(out, names, strict=True)
     ]
     if family == "regression":
         out += [

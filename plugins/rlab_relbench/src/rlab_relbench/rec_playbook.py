@@ -1,8 +1,14 @@
-"""Recommendation moves for the offline playbook agent: anchored edits on the repeat-rank seed."""
+"""Recommendation moves for the offline playbook agent: anchored edits on the repeat-rank seed.
+
+A move that sets a tunable value rewrites its declaration line (see :mod:`rlab_relbench.playbook`).
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rlab_core.api import PlaybookMove
+from rlab_relbench.playbook import declared_edits
 
 SETTINGS = "# settings (one line each)\n"
 FEATS = "    # extra features (one line each)\n"
@@ -11,6 +17,13 @@ FEATS = "    # extra features (one line each)\n"
 def _move(move_id: str, marker: str, line: str, hypothesis: str, rank: int) -> PlaybookMove:
     return PlaybookMove.adding_line(
         move_id, marker, line, hypothesis, rank=rank, family="recommendation"
+    )
+
+
+def _tuned(move_id: str, values: dict[str, Any], hypothesis: str, rank: int) -> PlaybookMove:
+    edits = declared_edits("rec_repeat_rank", values)
+    return PlaybookMove(
+        id=move_id, hypothesis=hypothesis, edits=edits, rank=rank, family="recommendation"
     )
 
 
@@ -42,17 +55,15 @@ MOVES: list[PlaybookMove] = [
         "Give the ranker each candidate's recency rank within its source.",
         30,
     ),
-    _move(
+    _tuned(
         "more-popular",
-        SETTINGS,
-        "POP_CANDIDATES = 40",
+        {"POP_CANDIDATES": 40},
         "Backfill with the 40 most popular destinations instead of 20: sources with thin history need more candidates.",
         40,
     ),
-    _move(
+    _tuned(
         "recent-popularity",
-        SETTINGS,
-        "POP_DAYS = 7",
+        {"POP_DAYS": 7},
         "Measure popularity over the last 7 days instead of 30: schedules change by season.",
         50,
     ),
@@ -63,24 +74,21 @@ MOVES: list[PlaybookMove] = [
         "Train the ranker on 24,000 label rows instead of 12,000.",
         60,
     ),
-    _move(
+    _tuned(
         "more-rounds",
-        SETTINGS,
-        'PARAMS["learning_rate"] = 0.03; NUM_ROUNDS = 300',
+        {"learning_rate": 0.03, "NUM_ROUNDS": 300},
         "Lower the learning rate with more rounds for a smoother ranker.",
         70,
     ),
-    _move(
+    _tuned(
         "small-leaves",
-        SETTINGS,
-        'PARAMS["min_data_in_leaf"] = 20',
+        {"min_data_in_leaf": 20},
         "Allow leaves of 20 candidates: rare high-frequency repeaters are informative.",
         80,
     ),
-    _move(
+    _tuned(
         "num-leaves-63",
-        SETTINGS,
-        'PARAMS["num_leaves"] = 63',
+        {"num_leaves": 63},
         "Use 63 leaves so frequency, recency and popularity can interact.",
         90,
     ),

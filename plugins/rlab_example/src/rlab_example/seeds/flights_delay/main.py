@@ -18,9 +18,10 @@ DEBUG = "--debug" in sys.argv
 NUMERIC = ["distance", "hour"]
 CATEGORICAL = []
 # feature additions (one line each)
-NEWTON_STEPS = 6
-L2 = 1e-6
-MIN_LEVEL_COUNT = 1
+# a trailing "tune:" comment declares a value that tuning may set, and its range
+NEWTON_STEPS = 6  # tune: int 2..20
+L2 = 1e-6  # tune: float 1e-8..100.0 log
+MIN_LEVEL_COUNT = 1  # tune: int 1..100 log
 
 
 def read(name):

@@ -25,13 +25,14 @@ SEED = int(os.environ.get("RLAB_SEED", "0"))
 
 FIELDS = ["user_id", "video_id", "author_id", "tab", "dur_bucket"]
 # field additions (one line each)
-K = 16
-LEARNING_RATE = 0.001
-BATCH = 8192
+# the organizers' values; a trailing "tune:" comment declares a value that tuning may set
+K = 16  # tune: int 4..64 log
+LEARNING_RATE = 0.001  # tune: float 0.0001..0.02 log
+BATCH = 8192  # tune: choice 2048|4096|8192|16384
 EPOCHS = 40
 PATIENCE = 4
-L2 = 1e-6
-DUR_BUCKETS = 10
+L2 = 1e-6  # tune: float 1e-8..0.001 log
+DUR_BUCKETS = 10  # tune: int 4..40 log
 
 
 def load() -> dict[str, pd.DataFrame]:

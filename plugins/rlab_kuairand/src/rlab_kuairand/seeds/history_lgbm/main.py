@@ -27,7 +27,9 @@ DEBUG = "--debug" in sys.argv
 THREADS = int(os.environ.get("RLAB_THREADS", "2"))
 SEED = int(os.environ.get("RLAB_SEED", "0"))
 
-PRIOR = 20.0
+# a trailing "tune:" comment declares a value that tuning may set, and its range
+# pseudo-rows at the training rate that shrink every history rate
+PRIOR = 20.0  # tune: float 1.0..200.0 log
 QUERY_LIMIT = 10_000
 # history: (name, key columns, window in days or None for all earlier days)
 HISTORY = [
@@ -44,13 +46,14 @@ EXTRA_FEATURES = ["tab", "hour", "duration_s", "video_age_days"]
 # feature additions (one line each)
 PARAMS = {
     "objective": "lambdarank",
-    "lambdarank_truncation_level": 20,
+    "lambdarank_truncation_level": 20,  # tune: int 5..50 log
     "lambdarank_norm": True,
     "eval_at": [5],
-    "learning_rate": 0.08,
-    "num_leaves": 31,
-    "min_data_in_leaf": 50,
-    "feature_fraction": 0.9,
+    "learning_rate": 0.08,  # tune: float 0.01..0.3 log
+    "num_leaves": 31,  # tune: int 8..255 log
+    "min_data_in_leaf": 50,  # tune: int 5..500 log
+    "feature_fraction": 0.9,  # tune: float 0.5..1.0
+    "lambda_l2": 1e-8,  # tune: float 1e-8..10.0 log
     "verbose": -1,
 }
 ROUNDS = 250

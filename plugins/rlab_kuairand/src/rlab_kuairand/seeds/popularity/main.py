@@ -16,7 +16,9 @@ import pandas as pd
 DATA = Path(os.environ.get("RLAB_DATA_DIR", "."))
 OUT = Path(os.environ.get("RLAB_OUTPUT_DIR", "."))
 DEBUG = "--debug" in sys.argv
-PRIOR = 20.0
+# pseudo-rows at the global rate that shrink a video's rate (a trailing "tune:" comment
+# declares a value that tuning may set)
+PRIOR = 20.0  # tune: float 1.0..500.0 log
 REFIT_ON_VAL_FOR_TEST = False
 
 

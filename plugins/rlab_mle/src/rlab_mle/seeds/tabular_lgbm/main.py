@@ -43,15 +43,20 @@ INFO = json.loads((DATA / "competition.json").read_text())
 DEBUG_ROWS = 400
 MINI_ROWS = 20_000
 MAX_LEVELS = 100  # text columns with at most this many values are categories
+# LightGBM's settings. A trailing "tune:" comment declares a value that tuning may set, and
+# its range; a trial rewrites only the value. Rows are re-drawn every iteration
+# (subsample_freq=1), so a subsample below 1.0 takes effect (at 1.0 nothing is drawn);
+# L1/L2 at 1e-8 are off in effect (a log range cannot hold 0).
 PARAMS = dict(
-    n_estimators=250,
-    learning_rate=0.05,
-    num_leaves=31,
-    min_child_samples=20,
-    subsample=1.0,
-    subsample_freq=0,
-    colsample_bytree=1.0,
-    reg_lambda=0.0,
+    n_estimators=250,  # tune: int 50..1000 log
+    learning_rate=0.05,  # tune: float 0.01..0.3 log
+    num_leaves=31,  # tune: int 4..255 log
+    min_child_samples=20,  # tune: int 5..200 log
+    subsample=1.0,  # tune: float 0.5..1.0
+    subsample_freq=1,
+    colsample_bytree=1.0,  # tune: float 0.5..1.0
+    reg_alpha=1e-8,  # tune: float 1e-8..10.0 log
+    reg_lambda=1e-8,  # tune: float 1e-8..10.0 log
     verbose=-1,
 )
 CLASS_WEIGHT = None

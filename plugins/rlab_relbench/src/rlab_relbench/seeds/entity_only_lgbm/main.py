@@ -26,8 +26,15 @@ SEED = int(os.environ.get("RLAB_SEED", "0"))
 DEBUG = "--debug" in sys.argv
 MAX_TRAIN_ROWS = 50_000  # the official example samples 50k training rows
 MAX_LEVELS = 200
-PARAMS = {"learning_rate": 0.05, "num_leaves": 31, "min_data_in_leaf": 50, "verbose": -1}
-NUM_ROUNDS = 200
+# LightGBM's settings: a trailing "tune:" comment declares a value that tuning may set, and
+# its range
+PARAMS = {
+    "learning_rate": 0.05,  # tune: float 0.01..0.3 log
+    "num_leaves": 31,  # tune: int 8..255 log
+    "min_data_in_leaf": 50,  # tune: int 5..500 log
+    "verbose": -1,
+}
+NUM_ROUNDS = 200  # tune: int 50..1000 log
 
 SCHEMA = yaml.safe_load((DATA / "dataset.yaml").read_text())
 TASK = yaml.safe_load((DATA / "task.yaml").read_text())

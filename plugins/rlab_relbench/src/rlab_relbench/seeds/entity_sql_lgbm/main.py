@@ -45,14 +45,20 @@ MAX_TRAIN_ROWS = 30_000
 MAX_LEVELS = 200  # categorical entity columns with more levels are dropped
 LABEL_HISTORY = False
 # feature switches (one line each)
+# LightGBM's settings: a trailing "tune:" comment declares a value that tuning may set, and
+# its range. Rows are re-drawn every iteration (bagging_freq 1), so a bagging_fraction below
+# 1.0 takes effect (at 1.0 nothing is drawn); L2 at 1e-8 is off in effect.
 PARAMS = {
-    "learning_rate": 0.05,
-    "num_leaves": 31,
-    "min_data_in_leaf": 50,
-    "feature_fraction": 0.9,
+    "learning_rate": 0.05,  # tune: float 0.01..0.3 log
+    "num_leaves": 31,  # tune: int 8..255 log
+    "min_data_in_leaf": 50,  # tune: int 5..500 log
+    "feature_fraction": 0.9,  # tune: float 0.5..1.0
+    "bagging_fraction": 1.0,  # tune: float 0.5..1.0
+    "bagging_freq": 1,
+    "lambda_l2": 1e-8,  # tune: float 1e-8..10.0 log
     "verbose": -1,
 }
-NUM_ROUNDS = 200
+NUM_ROUNDS = 200  # tune: int 50..1000 log
 REGRESSION_OBJECTIVE = "regression"
 REFIT_ON_TRAIN_VAL = True
 TRAIN_HALF_LIFE_DAYS = None  # recency weighting of training rows; None = equal weights

@@ -51,22 +51,33 @@ DEBUG = "--debug" in sys.argv
 TASK = yaml.safe_load((DATA / "task.yaml").read_text())
 KIND = TASK["task_type"]
 
-LR = 0.005  # RelBench
-CHANNELS = 64  # RelBench: 128; halved for 2 CPU cores
+# A trailing "tune:" comment declares a value that tuning may set, and its range (RelBench's
+# own value noted above it). A candidate's training time grows with EPOCHS, CHANNELS and
+# FANOUT, so the ranges stop near twice the seed's values.
+# RelBench: 0.005
+LR = 0.005  # tune: float 0.0005..0.05 log
+# RelBench: 128; halved for 2 CPU cores
+CHANNELS = 64  # tune: choice 32|64|128
 NUM_LAYERS = 2  # RelBench
-FANOUT = 128  # hop i samples FANOUT // 2**i per edge type: [128, 64] as RelBench
-AGGR = "sum"  # RelBench's GraphSAGE neighbour aggregation
+# hop i samples FANOUT // 2**i per edge type: [128, 64] as RelBench
+FANOUT = 128  # tune: int 32..256 log
+# RelBench's GraphSAGE neighbour aggregation: sum
+AGGR = "sum"  # tune: choice "sum"|"mean"|"max"
 BATCH_SIZE = 512  # RelBench
 ENCODER_LAYERS = 2  # depth of the ResNet column encoder per table (RelBench: 4)
-HEAD_LAYERS = 1  # RelBench
+# layers of the MLP head (RelBench: 1); DROPOUT acts between them, so only from 2 layers
+HEAD_LAYERS = 1  # tune: int 1..3
 NORM = "batch_norm"  # RelBench's head normalisation
-DROPOUT = 0.0
-WEIGHT_DECAY = 0.0
-EPOCHS = 3  # RelBench: 10 (20 for recommendation); scaled for ~3 min on 2 CPU cores
+DROPOUT = 0.0  # tune: float 0.0..0.5
+# Adam's weight decay (RelBench: 0)
+WEIGHT_DECAY = 0.0  # tune: choice 0.0|1e-06|1e-05|0.0001
+# RelBench: 10 (20 for recommendation); scaled for ~3 min on 2 CPU cores
+EPOCHS = 3  # tune: int 2..6
 STEPS_PER_EPOCH = 12  # batches per epoch, each epoch a fresh shuffle (RelBench: up to 2000)
 MAX_TRAIN_ROWS = 30_000  # the most recent train rows epochs draw from (RelBench: all)
 PATIENCE = None  # stop after this many epochs without a validation gain; None: all epochs
-LR_DECAY = None  # multiply the learning rate by this after every epoch; None: constant
+# multiply the learning rate by this after every epoch; None: constant
+LR_DECAY = None  # tune: choice None|0.9|0.8|0.7|0.5
 SHALLOW_TABLES = []  # tables whose rows also get a learned id embedding (RelBench's shallow_list)
 MAX_LEVELS = 200  # text columns with more distinct values are dropped, fewer are categorical
 # GNN settings (one line each)

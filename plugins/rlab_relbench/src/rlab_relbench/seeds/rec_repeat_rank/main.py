@@ -29,19 +29,20 @@ THREADS = int(os.environ.get("RLAB_THREADS", "2"))
 SEED = int(os.environ.get("RLAB_SEED", "0"))
 DEBUG = "--debug" in sys.argv
 
+# a trailing "tune:" comment declares a value that tuning may set, and its range
 HALF_LIVES_DAYS = [7, 60]
-POP_DAYS = 30
-POP_CANDIDATES = 20
+POP_DAYS = 30  # tune: int 3..90 log
+POP_CANDIDATES = 20  # tune: int 5..100 log
 MAX_TRAIN_ROWS = 12_000
 RERANK = True
 PARAMS = {
     "objective": "lambdarank",
-    "learning_rate": 0.05,
-    "num_leaves": 31,
-    "min_data_in_leaf": 50,
+    "learning_rate": 0.05,  # tune: float 0.01..0.3 log
+    "num_leaves": 31,  # tune: int 8..255 log
+    "min_data_in_leaf": 50,  # tune: int 5..500 log
     "verbose": -1,
 }
-NUM_ROUNDS = 150
+NUM_ROUNDS = 150  # tune: int 50..1000 log
 # settings (one line each)
 
 SCHEMA = yaml.safe_load((DATA / "dataset.yaml").read_text())
