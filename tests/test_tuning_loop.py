@@ -200,9 +200,7 @@ def test_trials_skip_the_smoke_run_that_a_change_of_the_code_gets(host, tmp_path
     assert trials(tree)
 
 
-def test_the_finalists_reserve_counts_only_the_replicates_still_missing(
-    host, tmp_path, rlab_cache
-):
+def test_the_finalists_reserve_counts_only_the_replicates_still_missing(host, tmp_path, rlab_cache):
     from rlab_core.finalists import FinalistSettings, finalist_pool, reserve_s
 
     seed = tunable_seed(tmp_path / "seed")
@@ -233,4 +231,3 @@ def test_the_finalists_reserve_counts_only_the_replicates_still_missing(
     noise_only = {node: seeds for node, seeds in state.replicates.items() if node == "n0000"}
     assert len(noise_only["n0000"]) == 2
     assert reserve_s(state.tree, settings, noise_only) == pytest.approx(median_s * 4)
-

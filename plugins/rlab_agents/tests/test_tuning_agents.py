@@ -304,8 +304,7 @@ def test_a_playbook_that_only_tunes_still_converges(host, seed_dir, tmp_path):
     # evaluated nodes without a gain
     span = 2 + TUNING_STALL_FACTOR * 4
     assert outcome.stop_reason == (
-        f"converged: nothing raised the best over the last {span} evaluated nodes, "
-        "tuning included"
+        f"converged: nothing raised the best over the last {span} evaluated nodes, tuning included"
     )
     assert [n.move_id for n in tree][1:] == ["tune"] * span and tree.best().id == "n0000"
 
