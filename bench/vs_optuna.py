@@ -1,7 +1,7 @@
 """rlab with its defaults against Optuna TPE over the same seed's declared parameters, equal wall.
 
 Usage: ``uv run python bench/vs_optuna.py [--tasks a,b] [--seeds 0,1,2] [--wall S]
-[--iterations N] [--out f.json] [--keep]`` (``--wall``: seconds per arm, default per task
+[--iterations N] [--equal-wall] [--out f.json] [--keep]`` (``--wall``: seconds per arm, default per task
 from :data:`WALL_S`; ``--keep``: keep the runs and trials for a look afterwards).
 
 What a data scientist would do instead of rlab is tune the seed's hyperparameters with
@@ -13,7 +13,9 @@ Optuna. For each task and run seed this runs both, side by side, for the same wa
   = the wall and ``threads=1``; the iteration cap is lifted (``--iterations`` sets one) so
   the wall is the budget. The chosen node is ``tree.selected()``, as ``rlab final`` takes it.
 - **Optuna**: ``optuna.create_study(sampler=TPESampler(seed=s))`` and
-  ``study.optimize(objective, timeout=wall)`` over the seed's declared parameters
+  ``study.optimize(objective, timeout=wall)`` — the whole wall even when rlab converges
+  sooner (the harder test for rlab); with ``--equal-wall`` it starts no trial once rlab's
+  run has ended, so both take the same wall-clock — over the seed's declared parameters
   (``# tune:`` lines, :func:`rlab_core.tuning.space.declared_params`; the seed is
   :data:`OPTUNA_SEED`'s LightGBM one where a task offers several); the seed's own values
   are the first trial. A trial is the seed folder with the trial's values set
@@ -99,6 +101,8 @@ SAME_START = ("relbench:rel-flights/plane-delay",)
 LEVEL = 0.90  # two-sided
 RESAMPLES = 1000
 ARMS = ("rlab", "optuna")
+#: Written into the Optuna arm's folder when rlab's run has ended: no trial starts after it.
+STOP_FILE = "stop"
 #: How long an interrupted arm gets to journal its stop before it is killed.
 STOP_GRACE_S = 30
 
@@ -281,7 +285,20 @@ def optuna_arm(task_name: str, seed: int, wall: float, home: Path) -> dict:
 
     start = time.perf_counter()
     # an empty space has one setting: the seed's own, run once
-    study.optimize(objective, timeout=wall, n_trials=None if params else 1, catch=(TrialFailed,))
+    stop_file = home / STOP_FILE
+
+    def stop_with_rlab(study: Any, _trial: Any) -> None:
+        """Equal wall-clock: once rlab's run has ended, no trial starts."""
+        if stop_file.exists():
+            study.stop()
+
+    study.optimize(
+        objective,
+        timeout=wall,
+        n_trials=None if params else 1,
+        catch=(TrialFailed,),
+        callbacks=[stop_with_rlab],
+    )
     wall_used = time.perf_counter() - start
     states = [t.state.name for t in study.trials]
     failures = [t.user_attrs.get("failure", "") for t in study.trials if t.state.name == "FAIL"]
@@ -348,8 +365,11 @@ def run_pair(args: argparse.Namespace, task_name: str, seed: int, wall: float, s
         env = {**os.environ, "RLAB_KNOWLEDGE": str(home / "knowledge.sqlite")}
         children[arm] = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL)
     try:
-        for child in children.values():
-            child.wait()
+        children["rlab"].wait()
+        if args.equal_wall:
+            # rlab chose to stop here (its budget, or convergence): Optuna gets the same wall
+            (study / "optuna" / STOP_FILE).touch()
+        children["optuna"].wait()
     except KeyboardInterrupt:
         stop_children(children.values())
         raise
@@ -517,7 +537,12 @@ def preamble(args: argparse.Namespace) -> str:
         f"rlab: defaults (playbook agent, best-first, acceptance, finalists, every seed the "
         f"task offers — on {', '.join(SAME_START)} the program Optuna tunes), the wall as its "
         f"time budget, {cap}. Optuna: TPESampler(seed) over the tuned seed's declared "
-        "parameters, the seed's own values first, RLAB_STAGE=full.\n"
+        "parameters, the seed's own values first, RLAB_STAGE=full; "
+        + (
+            "it starts no trial once rlab's run has ended (equal wall-clock).\n"
+            if args.equal_wall
+            else "it runs its whole wall whenever rlab stops.\n"
+        )
     )
 
 
@@ -580,6 +605,12 @@ def main() -> int:
         "--wall", type=float, default=None, help="seconds per arm for every task (default: WALL_S)"
     )
     parser.add_argument("--iterations", type=int, default=None, help="cap rlab's iterations")
+    parser.add_argument(
+        "--equal-wall",
+        action="store_true",
+        help="Optuna starts no trial once rlab's run has ended, so both take the same "
+        "wall-clock (default: Optuna runs its whole wall even when rlab converges sooner)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON")
     parser.add_argument(
         "--keep", action="store_true", help="keep the runs and trials (prints the folder)"

@@ -198,3 +198,24 @@ def test_a_comment_line_that_mentions_the_marker_declares_nothing() -> None:
         "RATE = 0.5  # tune: float 0.1..1.0\n"
     }
     assert [p.name for p in declared_params(source)] == ["RATE"]
+
+
+def test_the_testing_kit_refuses_a_move_that_would_override_a_tuned_value() -> None:
+    from rlab_core.task_records import PlaybookMove
+    from rlab_core.testing.tunables import check_corner_settings, check_setting_moves
+
+    source = {"main.py": "RATE = 0.5  # tune: float 0.1..1.0\n# settings\n"}
+    assert check_corner_settings(source) == 2
+    good = PlaybookMove(
+        id="slow", hypothesis="slower", edits=setting_edits(declared_params(source), {"RATE": 0.2})
+    )
+    assert check_setting_moves(source, [good]) == {"RATE": "slow"}
+    # a line added under a marker that sets the declared name again wins over any tuning
+    bad = PlaybookMove.adding_line("override", "# settings\n", "RATE = 0.2", "slower")
+    with pytest.raises(AssertionError, match="override assigns RATE"):
+        check_setting_moves(source, [bad])
+    twice = PlaybookMove(
+        id="slower", hypothesis="x", edits=setting_edits(declared_params(source), {"RATE": 0.3})
+    )
+    with pytest.raises(AssertionError, match="RATE: slow, slower"):
+        check_setting_moves(source, [good, twice])

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import re
-from typing import Any
-
 import pytest
 from rlab_kuairand.playbook import MOVES
 from rlab_kuairand.task import SEEDS
 
-from rlab_core.api import EditError, PlaybookMove, apply_edits, read_source
-from rlab_core.tuning.space import TunableParam, declared_params, setting_edits
+from rlab_core.api import declared_params, read_source
+from rlab_core.testing.tunables import check_corner_settings, check_setting_moves, described
 
 EXPECTED: dict[str, dict[str, tuple]] = {
     "history_lgbm": {
@@ -33,27 +30,6 @@ EXPECTED: dict[str, dict[str, tuple]] = {
 }
 
 
-def described(p: TunableParam) -> tuple:
-    if p.kind == "choice":
-        return (p.kind, p.choices, p.current)
-    return (p.kind, p.low, p.high, p.log, p.current)
-
-
-def corners(params: list[TunableParam]) -> list[dict[str, Any]]:
-    """All parameters low, all high, and each choice of every choice parameter."""
-
-    def end(p: TunableParam, at: str) -> Any:
-        if p.kind == "choice":
-            return p.choices[0 if at == "low" else -1]
-        value = p.low if at == "low" else p.high
-        return int(value) if p.kind == "int" else value
-
-    settings = [{p.name: end(p, at) for p in params} for at in ("low", "high")]
-    for p in params:
-        settings += [{p.name: choice} for choice in p.choices or []]
-    return settings
-
-
 @pytest.mark.parametrize("seed", list(EXPECTED))
 def test_each_seed_declares_its_parameters_around_its_values(seed) -> None:
     params = declared_params(read_source(SEEDS / seed))
@@ -62,55 +38,11 @@ def test_each_seed_declares_its_parameters_around_its_values(seed) -> None:
 
 @pytest.mark.parametrize("seed", list(EXPECTED))
 def test_corner_settings_are_valid_candidates(seed) -> None:
-    source = read_source(SEEDS / seed)
-    params = declared_params(source)
-    assert {p.name for p in params} == EXPECTED[seed].keys()
-    for values in corners(params):
-        changed = apply_edits(source, setting_edits(params, values), ("*.py",))
-        compile(changed["main.py"], "main.py", "exec")
-        now = {p.name: p.current for p in declared_params(changed)}
-        assert {name: now[name] for name in values} == values
-
-
-def set_values(source: dict[str, str], move: PlaybookMove) -> dict[str, Any]:
-    """The declared values ``move`` changes on ``source`` (its ranges still hold them)."""
-    before = {p.name: p.current for p in declared_params(source)}
-    after = {p.name: p.current for p in declared_params(apply_edits(source, move.edits, ("*.py",)))}
-    assert after.keys() == before.keys(), move.id
-    return {name: value for name, value in after.items() if value != before[name]}
-
-
-def ends(param: TunableParam) -> list[Any]:
-    if param.kind == "choice":
-        return list(param.choices or [])
-    low, high = (int(v) if param.kind == "int" else v for v in (param.low, param.high))
-    return [low, high]
+    assert check_corner_settings(read_source(SEEDS / seed)) >= 2
 
 
 @pytest.mark.parametrize("seed", list(EXPECTED))
 def test_moves_set_declared_values_on_their_lines_and_never_override_a_tuned_one(seed) -> None:
-    source = read_source(SEEDS / seed)
-    params = {p.name: p for p in declared_params(source)}
-    assert params.keys() == EXPECTED[seed].keys()
-    set_by: dict[str, str] = {}
-    for move in MOVES:
-        try:
-            values = set_values(source, move)
-        except EditError:
-            continue  # a move of another seed
-        for name in values:
-            assert set_by.setdefault(name, move.id) == move.id, f"{name}: {set_by[name]}, {move.id}"
-            param = params[name]
-            other = next(v for v in ends(param) if v != param.current)
-            tuned = apply_edits(source, setting_edits([param], {name: other}), ("*.py",))
-            with pytest.raises(EditError):  # a tuned parent keeps its value: the move skips it
-                apply_edits(tuned, move.edits, ("*.py",))
-        # a line a move adds never assigns a declared name: it would override a tuned value
-        lines = {p.line for p in params.values()}
-        for edit in (e for e in move.edits if e.anchor not in lines):
-            added = edit.replacement.replace(edit.anchor, "")
-            for name in params:
-                assert not re.search(rf"\b{name}\s*=|[\"']{name}[\"']\s*[\]:]", added), move.id
     expected = {
         "history_lgbm": {
             "lambdarank_truncation_level": "truncation-5",
@@ -119,4 +51,4 @@ def test_moves_set_declared_values_on_their_lines_and_never_override_a_tuned_one
         "fm": {"LEARNING_RATE": "fm-learning-rate"},
         "popularity": {},
     }
-    assert set_by == expected[seed]
+    assert check_setting_moves(read_source(SEEDS / seed), MOVES) == expected[seed]
