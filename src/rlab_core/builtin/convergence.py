@@ -1,10 +1,12 @@
 """Stop rules shared by the built-in strategies: target reached and convergence.
 
-Convergence under ``acceptance: significant``: no node was accepted (a gain beyond the
-noise over the best) in the last ``window`` evaluated iterations; under ``any``: the best
-score gained at most ε over them. Either way not while tuning is an untried kind of move:
-the best node declares tunable parameters and its study has had fewer trials than
-:func:`tuning_trials_needed` (then the loop tunes it, :mod:`rlab_core.core_steps`).
+Convergence under ``acceptance: significant``: nothing was accepted (a gain beyond the
+noise over the best) since the ``window``-th last evaluated change of the code began;
+under ``any``: the best score gained at most ε since then. Tuning trials are not changes of
+the code, and tuning is a kind of move of its own: no convergence while the best node
+declares tunable parameters its study has tried fewer times than
+:func:`tuning_trials_needed` (then the loop tunes it, :mod:`rlab_core.core_steps`); a search
+that only tunes ends by :func:`tuning_stall_reason`.
 """
 
 from __future__ import annotations
@@ -63,11 +65,10 @@ def untried_tuning(tree: Tree, rules: StopRules, running: list[str] | None = Non
 
 
 def convergence_reason(tree: Tree, rules: StopRules) -> str | None:
-    """Stop when the last ``window`` evaluated iterations brought no gain that counts.
-
-    Only agent-made evaluated nodes count as iterations of the window; seeds set the start.
-    Never fires before ``min_iterations`` agent iterations, nor while tuning the best is
-    untried (:func:`untried_tuning`).
+    """Stop when the last ``window`` evaluated changes of the code brought no gain that
+    counts (:func:`stall_reason`), or a search that only tunes stopped gaining
+    (:func:`tuning_stall_reason`). Never before ``min_iterations`` agent iterations, nor
+    while tuning the best is untried (:func:`untried_tuning`).
     """
     if untried_tuning(tree, rules) is not None:
         return None
